@@ -1,0 +1,1 @@
+"""Model providers and the wrappers around them (role routing, cache, retries)."""

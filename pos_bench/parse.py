@@ -1,0 +1,78 @@
+"""Policy reply text → Decision. A malformed reply is a normal outcome (`ParseFailure`), not an exception."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from pos_bench.types import Action, Decision, Observation, ToolCall
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """Why a reply held no executable action; shown to the model in the repair request."""
+
+    problem: str
+
+
+def extract_json_object(text: str) -> Mapping[str, Any] | None:
+    """The first JSON object in `text`, tolerating code fences and prose around it."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+            try:
+                value, _ = decoder.raw_decode(candidate[start:])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _as_action(raw: Any, obs: Observation) -> Action | ParseFailure:
+    if obs.tools:
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str) and raw["name"].strip():
+            arguments = raw.get("arguments", {})
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except json.JSONDecodeError:
+                    return ParseFailure("the tool arguments are not a JSON object")
+            if not isinstance(arguments, dict):
+                return ParseFailure("the tool arguments are not a JSON object")
+            return ToolCall(raw["name"].strip(), arguments)
+        return ParseFailure('the action is not an object with a string "name"')
+    if isinstance(raw, str) and raw.strip():
+        return raw.strip()
+    return ParseFailure("the action is not a non-empty command string")
+
+
+def _meta_name(action: Action) -> str:
+    if isinstance(action, ToolCall):
+        return action.name
+    return re.split(r"[\s(]", action, maxsplit=1)[0]
+
+
+def parse_decision(
+    text: str, obs: Observation, meta_actions: Sequence[str] = (), thought_key: str = "thought"
+) -> Decision | ParseFailure:
+    """Read a policy reply. Meta-actions named in `meta_actions` become `Decision(action=None, meta=…)`."""
+    payload = extract_json_object(text)
+    if payload is None:
+        return ParseFailure("the reply is not a JSON object")
+    if "action" not in payload:
+        return ParseFailure('the JSON object has no "action" key')
+    action = _as_action(payload["action"], obs)
+    if isinstance(action, ParseFailure):
+        return action
+    thought = payload.get(thought_key, "")
+    extra = {k: v for k, v in payload.items() if k not in ("action", thought_key)}
+    thought = thought if isinstance(thought, str) else json.dumps(thought, ensure_ascii=False)
+    if meta_actions and _meta_name(action) in meta_actions:
+        return Decision(thought=thought, action=None, meta=action, extra=extra)
+    return Decision(thought=thought, action=action, extra=extra)

@@ -1,0 +1,116 @@
+"""The words every method shares: the reply contract, observation rendering and the decision schema.
+
+Methods differ only in the memory they render; asking for an action is done here, once, so the
+comparison between methods stays fair (STYLE §1.4).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from pos_bench.types import Brief, Message, Observation, Prompt
+
+REPLY_CONTRACT = (
+    "Reply with one JSON object and nothing else, with the keys "
+    '"thought" (a sentence on what the newest observation showed and what is still open) and '
+    '"action" (the single action to take now).'
+)
+
+COMMAND_RULE = (
+    "The action is a command string passed to the environment unchanged: copy it exactly from the "
+    "available actions; a similar name is a different object."
+)
+
+TOOL_RULE = (
+    'The action is an object {"name": <tool name>, "arguments": {...}} calling exactly one of the '
+    "available tools with arguments that follow its schema."
+)
+
+REPAIR_REQUEST = (
+    "The episode has not ended, and that reply contained no executable action ({problem}). Prose, an "
+    '"answer" key or a claim of being finished do not count. Reply again with one JSON object holding '
+    '"thought" and "action", the action taken verbatim from the available actions.'
+)
+
+
+def render_actions(obs: Observation, meta_actions: Sequence[str] = ()) -> str:
+    """The available actions as the policy sees them: a command list or the tool schemas."""
+    if obs.tools:
+        body = json.dumps(list(obs.tools), indent=1, ensure_ascii=False)
+        text = f"Available tools:\n{body}"
+    else:
+        text = "Available actions:\n" + "\n".join(f"- {a}" for a in obs.actions)
+    if meta_actions:
+        text += "\nMemory actions (no environment step): " + ", ".join(meta_actions)
+    return text
+
+
+def render_observation(obs: Observation) -> str:
+    """The current observation with any loop notes (e.g. the final-turn directive) appended."""
+    return "\n\n".join([obs.text, *obs.notes])
+
+
+def action_rule(obs: Observation) -> str:
+    return TOOL_RULE if obs.tools else COMMAND_RULE
+
+
+def closing_request(obs: Observation) -> str:
+    return f"{REPLY_CONTRACT} {action_rule(obs)}"
+
+
+class _ToolAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+def decision_model(
+    obs: Observation,
+    *,
+    extra_fields: Mapping[str, tuple[Any, Any]] | None = None,
+    meta_actions: Sequence[str] = (),
+    thought_key: str = "thought",
+) -> type[BaseModel]:
+    """A pydantic model of the policy reply for this observation.
+
+    Command benchmarks constrain `action` to the admissible list (plus meta-action names), so a
+    schema-constrained model always emits an executable command.
+    """
+    if obs.actions and not obs.tools:
+        choices = tuple(dict.fromkeys([*obs.actions, *meta_actions]))
+        action_type: Any = Literal[choices]  # type: ignore[valid-type]
+    else:
+        action_type = _ToolAction
+    fields: dict[str, Any] = {thought_key: (str, ...), **(extra_fields or {}), "action": (action_type, ...)}
+    return create_model("Decision", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def decision_schema(obs: Observation, **kwargs: Any) -> dict[str, Any]:
+    return decision_model(obs, **kwargs).model_json_schema()
+
+
+def policy_prompt(
+    brief: Brief,
+    obs: Observation,
+    sections: Sequence[str],
+    *,
+    meta_actions: Sequence[str] = (),
+    max_tokens: int | None = None,
+    max_repairs: int = 1,
+    schema: Mapping[str, Any] | None = None,
+) -> Prompt:
+    """Assemble a policy prompt: the benchmark's system prompt, the method's memory sections in order,
+    the available actions and the shared closing request."""
+    parts = [s for s in sections if s]
+    parts.append(render_actions(obs, meta_actions))
+    parts.append(closing_request(obs))
+    return Prompt(
+        messages=(Message("system", brief.system), Message("user", "\n\n".join(parts))),
+        schema=schema if schema is not None else decision_schema(obs, meta_actions=meta_actions),
+        max_tokens=max_tokens,
+        meta_actions=tuple(meta_actions),
+        max_repairs=max_repairs,
+    )

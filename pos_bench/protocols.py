@@ -1,0 +1,92 @@
+"""The four small interfaces every plug-in implements. Signatures and contracts only."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Turns a prompt into a reply. Methods label each call with a `role` for per-role accounting."""
+
+    name: str
+
+    def describe(self) -> Mapping[str, Any]:
+        """Identity and settings recorded in run metadata (provider, model id, runtime, temperature…)."""
+        ...
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply: ...
+
+
+@runtime_checkable
+class Env(Protocol):
+    """One playable instance of a benchmark. May call its model for benchmark roles (provider, judge)."""
+
+    def reset(self, task: Task) -> Observation:
+        """Load `task` and return the first observation (no action taken)."""
+        ...
+
+    def step(self, action: Action) -> Observation:
+        """Execute one action. A malformed or unknown action yields an explanatory observation."""
+        ...
+
+    def score(self) -> Score:
+        """The outcome of the episode played since the last reset."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Benchmark(Protocol):
+    brief: Brief
+    max_turns: int
+
+    def tasks(self) -> Sequence[Task]:
+        """The evaluation tasks in their fixed order, already sliced by start / limit."""
+        ...
+
+    def make_env(self, model: Model) -> Env:
+        """A fresh environment; `model` serves benchmark-side roles and is recorded like any other."""
+        ...
+
+
+@runtime_checkable
+class Method(Protocol):
+    """An agent's memory: builds the policy prompt and updates itself from each transition.
+
+    One instance per episode (the runner builds it from a `_partial_` factory), used as a context manager.
+    """
+
+    def __enter__(self) -> Method: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None: ...
+
+    def prompt(self, obs: Observation) -> Prompt | Decision:
+        """The next policy prompt, or a ready decision for a policy that needs no model."""
+        ...
+
+    def update(self, step: Step) -> Mapping[str, Any] | None:
+        """Absorb a transition; return what the transcript should show for it."""
+        ...
+
+    def report(self) -> Mapping[str, Any]:
+        """End-of-episode record stored in `result.json` (e.g. the final belief)."""
+        ...
+
+
+class MethodBase:
+    """Defaults shared by methods: context-manager plumbing and an empty report."""
+
+    def __enter__(self) -> MethodBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def report(self) -> Mapping[str, Any]:
+        return {}

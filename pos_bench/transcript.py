@@ -1,0 +1,79 @@
+"""Per-episode files (`events.jsonl`, `result.json`) and the `Recorded` model wrapper that logs every call."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from pos_bench.protocols import Model
+from pos_bench.types import Prompt, Reply, Usage, to_jsonable
+
+
+class Transcript:
+    """An append-only event log for one episode. `path=None` keeps events in memory only (tests, benches)."""
+
+    def __init__(self, path: Path | None = None, *, keep: bool = True):
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+        self._keep = keep
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("w", encoding="utf-8")
+
+    def write(self, kind: str, **data: Any) -> None:
+        event = {"kind": kind, "time": round(time.time(), 3), **to_jsonable(data)}
+        if self._keep:
+            self.events.append(event)
+        if self._file is not None:
+            self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
+            self._file.flush()
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == kind]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class Recorded:
+    """Wraps a model: every call becomes a `call` event, and usage is summed per role."""
+
+    def __init__(self, model: Model, transcript: Transcript):
+        self.inner = model
+        self.name = model.name
+        self.transcript = transcript
+        self.usage: dict[str, Usage] = {}
+
+    def describe(self) -> Mapping[str, Any]:
+        return self.inner.describe()
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        started = time.perf_counter()
+        try:
+            reply = self.inner.generate(prompt, role=role)
+        except Exception as error:
+            self.transcript.write("call_error", role=role, prompt=prompt, error=f"{type(error).__name__}: {error}")
+            raise
+        self.usage[role] = self.usage.get(role, Usage()) + reply.usage
+        self.transcript.write(
+            "call",
+            role=role,
+            prompt=prompt,
+            reply=reply.text,
+            usage=reply.usage,
+            cached=reply.cached,
+            seconds=round(time.perf_counter() - started, 4),
+        )
+        return reply
+
+
+def write_result(path: Path, data: Mapping[str, Any]) -> None:
+    """Write `result.json` atomically, so a killed run never leaves a half-written result."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(to_jsonable(data), indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)

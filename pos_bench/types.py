@@ -1,0 +1,191 @@
+"""The records that cross module boundaries: tasks, observations, prompts, replies, decisions, results.
+
+Everything here is a frozen dataclass holding plain values, so it pickles across worker processes and
+serialises to JSON with `to_jsonable`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function-style action for tool benchmarks (ClinDiag, RCA-100, LOCA)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+Action = str | ToolCall
+"""A command string (ALFWorld) or a tool call."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One episode to play. `source` locates its data (a game file, a case directory)."""
+
+    id: str
+    source: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Benchmark facts about the task that the summary may group by (e.g. task type, subset)."""
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What a benchmark tells every method about itself; identical for every method (SPEC-BASE §2.3)."""
+
+    system: str
+    """The policy system prompt."""
+    example: str = ""
+    """A short, fictional format-only example shown before the task."""
+    final_turn_note: str = ""
+    """Added to the observation on the last turn; empty for benchmarks without one."""
+    mode: Literal["execution", "diagnostic"] = "execution"
+    """PoS task mode (SPEC-POS §14)."""
+    policy_max_tokens: int = 512
+    """Reply budget of a policy call (SPEC-BASE §3: ALFWorld 512, the others 4096)."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the agent sees after reset or after an action."""
+
+    text: str
+    actions: tuple[str, ...] = ()
+    """Admissible command strings (command benchmarks)."""
+    tools: tuple[Mapping[str, Any], ...] = ()
+    """OpenAI function-tool schemas (tool benchmarks)."""
+    done: bool = False
+    goal: str = ""
+    """The task string; set on every observation so methods never parse it out of text."""
+    notes: tuple[str, ...] = ()
+    """Notes the loop adds, such as the final-turn directive."""
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A model request: messages plus an optional JSON schema the reply must follow."""
+
+    messages: tuple[Message, ...]
+    schema: Mapping[str, Any] | None = None
+    """JSON schema for structured output (from a pydantic model)."""
+    max_tokens: int | None = None
+    meta_actions: tuple[str, ...] = ()
+    """Names of method meta-actions (e.g. `glimpse`) that the loop answers without an env step."""
+    max_repairs: int = 1
+    """Repair requests the loop may send when a policy reply has no executable action."""
+
+    def extended(self, *messages: Message) -> Prompt:
+        return dataclasses.replace(self, messages=self.messages + tuple(messages))
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.calls + other.calls,
+        )
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    usage: Usage = Usage()
+    cached: bool = False
+    """True when the reply came from the response cache instead of the provider."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A parsed policy reply. `action is None` with `meta` set is a memory operation (no env step)."""
+
+    thought: str
+    action: Action | None
+    meta: Action | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Method-specific reply fields (a subgoal, a reflection, a passport)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One policy turn as the method sees it after the fact. `after is None` for a meta-action."""
+
+    turn: int
+    before: Observation
+    decision: Decision
+    after: Observation | None
+
+
+@dataclass(frozen=True)
+class Score:
+    """The benchmark's verdict on an episode; `extras` are flat numbers the summary averages."""
+
+    success: bool
+    value: float
+    extras: Mapping[str, float | int | bool | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One finished (or failed) episode, as appended to `results.jsonl`."""
+
+    task_id: str
+    status: Literal["done", "error"]
+    success: bool = False
+    score: float = 0.0
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    steps: int = 0
+    """Environment actions executed."""
+    meta_actions: int = 0
+    spent_turns: int = 0
+    """Turns consumed without an executable action."""
+    usage: Mapping[str, Usage] = field(default_factory=dict)
+    """Token usage per role."""
+    report: Mapping[str, Any] = field(default_factory=dict)
+    """The method's own end-of-episode summary."""
+    final_observation: str = ""
+    task_meta: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn records (and containers of them) into JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def usage_from_json(data: Mapping[str, Any]) -> Usage:
+    return Usage(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), int(data.get("calls", 0)))
+
+
+def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:
+    """Inverse of `to_jsonable` for a results.jsonl line."""
+    fields = {f.name for f in dataclasses.fields(EpisodeResult)}
+    values = {k: v for k, v in data.items() if k in fields}
+    values["usage"] = {role: usage_from_json(u) for role, u in data.get("usage", {}).items()}
+    return EpisodeResult(**values)

@@ -1,0 +1,22 @@
+"""Shared fixtures: where the staged benchmark data lives (../shared beside the repo, or $POS_BENCH_SHARED)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("POS_BENCH_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    path = shared_dir()
+    if not (path / "benchmarks").is_dir():
+        pytest.skip(f"staged benchmark data not found at {path} (set POS_BENCH_SHARED)")
+    return path
