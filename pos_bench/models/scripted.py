@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 from pos_bench.types import Prompt, Reply, Usage
@@ -22,10 +23,13 @@ class ScriptedModel:
         *,
         default: str | Responder = '{"thought": "", "action": "look"}',
         name: str = "scripted",
+        delay: float = 0.0,
     ):
         self.replies = dict(replies or {})
         self.default = default
         self.name = name
+        self.delay = delay
+        """Seconds each call waits, to stand in for a slow model (resume and concurrency checks)."""
         self.calls: dict[str, int] = {}
         self.prompts: list[tuple[str, Prompt]] = []
 
@@ -33,6 +37,8 @@ class ScriptedModel:
         return {"provider": "scripted", "model": self.name, "temperature": 0.0}
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        if self.delay:
+            time.sleep(self.delay)
         index = self.calls.get(role, 0)
         self.calls[role] = index + 1
         self.prompts.append((role, prompt))

@@ -1,0 +1,176 @@
+"""A loopback server speaking enough of the OpenAI chat-completions protocol to test the real SDK over HTTP.
+
+Stdlib only (`http.server` on 127.0.0.1, port 0, in a thread). Each request may be answered after a fixed
+`delay`, and faults are injected from a queue: `"429"` (with `Retry-After`), `"500"`, `"hang"` (sleep past
+the client's timeout), `"malformed"` (a 200 whose body is not JSON). The stub records what it received and the
+highest number of requests it had in flight at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping
+
+Answer = Callable[[Mapping[str, Any]], str]
+"""Computes the reply text from the decoded request body."""
+
+
+def pick_listed_action(body: Mapping[str, Any]) -> str:
+    """A deterministic policy for the toy household: an action chosen from the prompt's list by a hash of the
+    prompt, so replies depend only on the request (what record/replay needs)."""
+    text = json.dumps(body.get("messages", body), sort_keys=True)
+    last = body["messages"][-1]["content"] if body.get("messages") else ""
+    if isinstance(last, list):
+        last = " ".join(part.get("text", "") for part in last)
+    actions = re.findall(r"^- (.+)$", last, flags=re.M)
+    action = actions[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(actions)] if actions else "look"
+    return json.dumps({"thought": "stub step", "action": action})
+
+
+@dataclass
+class Faults:
+    """Faults to inject, consumed one per request in arrival order; `"ok"` answers normally."""
+
+    queue: deque[str] = field(default_factory=deque)
+    retry_after: str = "0"
+    hang_seconds: float = 2.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def push(self, *faults: str) -> None:
+        with self.lock:
+            self.queue.extend(faults)
+
+    def next(self) -> str:
+        with self.lock:
+            return self.queue.popleft() if self.queue else "ok"
+
+
+class StubServer:
+    """A threaded loopback HTTP server; protocol subclasses implement `respond(path, body) -> (status, json)`."""
+
+    def __init__(self, *, answer: Answer = pick_listed_action, delay: float = 0.0, model_id: str = "stub-model"):
+        self.answer = answer
+        self.delay = delay
+        self.model_id = model_id
+        self.faults = Faults()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start the stub first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> StubServer:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                stub._handle(self)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StubServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        size = int(handler.headers.get("Content-Length", 0))
+        body = json.loads(handler.rfile.read(size) or b"{}")
+        fault = self.faults.next()
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append({k.lower(): v for k, v in handler.headers.items()})
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            if fault == "hang":
+                time.sleep(self.faults.hang_seconds)
+            if fault == "429":
+                self._send(handler, 429, self.error_body("rate limited"), {"Retry-After": self.faults.retry_after})
+            elif fault == "500":
+                self._send(handler, 500, self.error_body("internal error"))
+            elif fault == "malformed":
+                self._send_raw(handler, 200, b'{"id": "x", "choices": [ {"trunc')
+            else:
+                status, payload = self.respond(handler.path, body)
+                self._send(handler, status, payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout) before we answered
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Mapping[str, str] = {}) -> None:
+        self._send_raw(handler, status, json.dumps(payload).encode(), headers)
+
+    @staticmethod
+    def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Mapping[str, str] = {}) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def error_body(self, message: str) -> Any:
+        return {"error": {"message": message, "type": "stub_error"}}
+
+    def respond(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        raise NotImplementedError
+
+
+class StubOpenAI(StubServer):
+    """`POST /v1/chat/completions` with usage counted as characters / 4."""
+
+    def respond(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
+        if not path.endswith("/chat/completions"):
+            return 404, self.error_body(f"no route {path}")
+        text = self.answer(body)
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        return 200, {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", self.model_id),
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_chars // 4 + 1,
+                "completion_tokens": len(text) // 4 + 1,
+                "total_tokens": prompt_chars // 4 + len(text) // 4 + 2,
+            },
+        }

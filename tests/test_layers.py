@@ -1,0 +1,48 @@
+"""Import direction (STYLE §2): plug-ins never import the loop, runner or entry point; pos_bench never
+imports baselines; importing the package has no side effects."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+CORE_ALLOWED = {"pos_bench.types", "pos_bench.protocols", "pos_bench.prompting", "pos_bench.parse",
+                "pos_bench.structured"}
+PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
+
+
+def imports_of(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_plugins_import_only_the_lower_layers():
+    offenders = []
+    for folder in PLUGIN_DIRS:
+        own = folder.replace("/", ".")
+        for path in (REPO / folder).rglob("*.py"):
+            for name in imports_of(path):
+                if name.startswith("pos_bench") and not name.startswith(own) and name not in CORE_ALLOWED:
+                    offenders.append(f"{path.relative_to(REPO)} imports {name}")
+    assert offenders == []
+
+
+def test_pos_bench_never_imports_baselines():
+    offenders = [str(p) for p in (REPO / "pos_bench").rglob("*.py")
+                 if any(n.startswith("baselines") for n in imports_of(p))]
+    assert offenders == []
+
+
+def test_importing_the_package_prints_and_loads_nothing_heavy():
+    code = ("import sys, pos_bench, pos_bench.runner; "
+            "heavy = [m for m in ('alfworld', 'textworld', 'xllamacpp', 'openai', 'anthropic') if m in sys.modules]; "
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]" and out.stderr == ""

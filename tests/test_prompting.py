@@ -1,0 +1,45 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from pos_bench.prompting import decision_model, policy_prompt, render_actions, render_observation
+from pos_bench.types import Brief, Observation
+
+OBS = Observation(text="You see a desk 1.", actions=("look", "go to desk 1"), notes=("Last turn: act now.",))
+
+
+def test_command_schema_only_admits_available_actions():
+    model = decision_model(OBS)
+    assert model.model_validate({"thought": "", "action": "look"})
+    with pytest.raises(ValidationError):
+        model.model_validate({"thought": "", "action": "fly away"})
+    with pytest.raises(ValidationError):
+        model.model_validate({"thought": "", "action": "look", "unexpected": 1})
+
+
+def test_meta_actions_and_extra_fields_extend_the_schema():
+    model = decision_model(OBS, extra_fields={"subgoal": (str, ...)}, meta_actions=("retrieve 1",))
+    assert model.model_validate({"thought": "", "subgoal": "s", "action": "retrieve 1"})
+    schema = model.model_json_schema()
+    assert "subgoal" in schema["required"]
+
+
+def test_tool_schema_accepts_any_tool_shape():
+    obs = Observation(text="", tools=({"type": "function", "function": {"name": "t"}},))
+    model = decision_model(obs)
+    assert model.model_validate({"thought": "", "action": {"name": "t", "arguments": {"q": 1}}})
+
+
+def test_policy_prompt_layout():
+    prompt = policy_prompt(Brief(system="SYS"), OBS, ["MEMORY", "", render_observation(OBS)], max_tokens=99)
+    system, user = prompt.messages
+    assert system.content == "SYS"
+    assert user.content.index("MEMORY") < user.content.index("Last turn: act now.") < user.content.index("- go to desk 1")
+    assert user.content.rstrip().endswith("available actions; a similar name is a different object.")
+    assert prompt.max_tokens == 99 and json.dumps(prompt.schema)
+
+
+def test_render_tools_lists_schemas():
+    obs = Observation(text="", tools=({"type": "function", "function": {"name": "order_lab_test"}},))
+    assert "order_lab_test" in render_actions(obs, ("glimpse",)) and "glimpse" in render_actions(obs, ("glimpse",))

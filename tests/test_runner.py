@@ -1,0 +1,120 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from pos_bench.runner import ResultsFile, run
+from pos_bench.types import Task
+from pos_bench.protocols import MethodBase
+from tests.conftest import REPO
+
+RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
+EXPERT = {"_target_": "baselines.expert.Expert", "_partial_": True}
+
+
+def config(method=EXPERT, n_tasks=4, **runner):
+    return {
+        "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": n_tasks, "max_turns": 10},
+        "method": method,
+        "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
+        "runner": {"n_jobs": 1, "backend": "threading", "progress": False, **runner},
+        "roles": {},
+    }
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_run_writes_results_transcripts_and_summary(tmp_path):
+    summary = run(config(n_jobs=2, backend="loky"), tmp_path, {"bench": "toy", "method": "expert"})
+    assert summary.episodes == 4 and summary.success_rate == 1.0
+    assert sorted(r["task_id"] for r in lines(tmp_path / "results.jsonl")) == [f"toy/00{i}" for i in range(4)]
+    episode = tmp_path / "episodes" / "toy__000"
+    assert json.loads((episode / "result.json").read_text())["success"] is True
+    kinds = [json.loads(x)["kind"] for x in (episode / "events.jsonl").read_text().splitlines()]
+    assert kinds[0] == "reset" and "step" in kinds and kinds[-1] == "score"
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved["by_group"]["task_type"]["clean"] == 1.0
+    assert json.loads((tmp_path / "run.json").read_text())["model"]["provider"] == "scripted"
+
+
+def test_rerun_resumes_without_replaying(tmp_path):
+    run(config(), tmp_path, {})
+    stamp = (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns
+    run(config(n_tasks=6), tmp_path, {})
+    ids = [r["task_id"] for r in lines(tmp_path / "results.jsonl")]
+    assert sorted(ids) == [f"toy/00{i}" for i in range(6)] and len(ids) == len(set(ids))
+    assert (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns == stamp
+
+
+def test_a_torn_last_line_is_dropped_and_replayed(tmp_path):
+    run(config(n_tasks=2), tmp_path, {})
+    path = tmp_path / "results.jsonl"
+    first, second = path.read_text().splitlines()
+    path.write_text(first + "\n" + second[: len(second) // 2])
+    run(config(n_tasks=2), tmp_path, {})
+    assert sorted(r["task_id"] for r in lines(path)) == ["toy/000", "toy/001"]
+
+
+class ExplodesOnTask1(MethodBase):
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, task, brief, first):
+        if task.id == "toy/001" and not os.environ.get("POS_BENCH_TEST_DEFUSE"):
+            raise RuntimeError("boom on purpose")
+
+    def prompt(self, obs):
+        from baselines.expert import Expert
+        return Expert().prompt(obs)
+
+    def update(self, step):
+        return None
+
+
+def test_an_exception_fails_one_episode_and_can_be_retried(tmp_path, monkeypatch):
+    method = {"_target_": "tests.test_runner.ExplodesOnTask1", "_partial_": True}
+    summary = run(config(method, n_tasks=3), tmp_path, {})
+    assert (summary.episodes, summary.errors, summary.successes) == (3, 1, 2)
+    error = next(r for r in lines(tmp_path / "results.jsonl") if r["status"] == "error")
+    assert "boom on purpose" in error["error"]
+    events = (tmp_path / "episodes" / "toy__001" / "events.jsonl").read_text()
+    assert "Traceback" in events
+    run(config(method, n_tasks=3), tmp_path, {})
+    assert len(lines(tmp_path / "results.jsonl")) == 3  # errors count as finished unless retried
+    monkeypatch.setenv("POS_BENCH_TEST_DEFUSE", "1")
+    summary = run(config(method, n_tasks=3, retry_errors=True), tmp_path, {})
+    assert (summary.episodes, summary.errors, summary.successes) == (3, 0, 3)
+    assert len(lines(tmp_path / "results.jsonl")) == 3
+
+
+def test_results_file_reads_back_records(tmp_path):
+    run(config(n_tasks=1), tmp_path, {})
+    (result,) = ResultsFile(tmp_path / "results.jsonl").read()
+    assert result.task_id == "toy/000" and result.usage == {}
+
+
+def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
+    cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=6", "bench.max_turns=4", "method=raw",
+           "model=scripted", "+model.delay=0.15", f"results_root={tmp_path}", "runner.progress=false"]
+    results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = {r["task_id"]: r for r in lines(results)}
+    assert 2 <= len(finished) < 6
+    stamps = {t: (tmp_path / "toy/raw/scripted/episodes" / t.replace("/", "__") / "result.json").stat().st_mtime_ns
+              for t in finished}
+    subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
+    ids = [r["task_id"] for r in lines(results)]
+    assert sorted(ids) == [f"toy/00{i}" for i in range(6)]
+    for task_id, stamp in stamps.items():
+        path = tmp_path / "toy/raw/scripted/episodes" / task_id.replace("/", "__") / "result.json"
+        assert path.stat().st_mtime_ns == stamp
