@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.metadata
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pos_bench.types import Prompt, Reply, Usage
 
