@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from baselines.acon_guidelines import (
     COMPRESSOR_SYSTEM,
@@ -81,7 +82,7 @@ def after_heading(text: str, heading: str) -> str:
     """The text after the last line naming `heading` (case-insensitive), else the whole reply."""
     words = heading.lstrip("# ").strip()
     matches = list(re.finditer(rf"^[#*\s]*{re.escape(words)}[*:\s]*$", text, re.IGNORECASE | re.MULTILINE))
-    return (text[matches[-1].end():] if matches else text).strip()
+    return (text[matches[-1].end() :] if matches else text).strip()
 
 
 def role_tagged(steps: list[dict[str, Any]]) -> str:
@@ -129,7 +130,10 @@ class Acon(MethodBase):
         span = self.steps[: len(self.steps) - k]
         if not span or c.mode == "obs":
             return
-        if self.last_compression_at is not None and self.executed - self.last_compression_at < c.min_turns_between:
+        if (
+            self.last_compression_at is not None
+            and self.executed - self.last_compression_at < c.min_turns_between
+        ):
             return
         previous = self.summary if c.summary_rule == "reset" else ""
         size = self.tokens.count(previous + role_tagged(span))
@@ -145,10 +149,14 @@ class Acon(MethodBase):
             self.pending["history"] = {"steps": len(span), "tokens": size, "empty": True}
             return
         self.summaries = [new] if c.summary_rule == "reset" else [*self.summaries, new]
-        self.steps = self.steps[len(span):]
+        self.steps = self.steps[len(span) :]
         self.last_compression_at = self.executed
         self.counts["history_compressions"] += 1
-        self.pending["history"] = {"steps": len(span), "tokens": size, "summary_tokens": self.tokens.count(new)}
+        self.pending["history"] = {
+            "steps": len(span),
+            "tokens": size,
+            "summary_tokens": self.tokens.count(new),
+        }
 
     def prompt(self, obs: Observation) -> Prompt:
         self._maybe_compress_history()
@@ -164,7 +172,11 @@ class Acon(MethodBase):
             ("Latest steps:\n" if self.summaries else "Previous steps:\n") + recent,
         ]
         return policy_prompt(
-            self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens, max_repairs=self.config.max_json_retries
+            self.brief,
+            obs,
+            sections,
+            max_tokens=self.brief.policy_max_tokens,
+            max_repairs=self.config.max_json_retries,
         )
 
     def _observation_text(self, after: Observation) -> str:
@@ -179,7 +191,9 @@ class Acon(MethodBase):
             f"User instruction:\n{self.goal}\n\nInteraction history:\n{session}\n\n"
             f"Current observation:\n{after.text}"
         )
-        refined = after_heading(self._compress(observation_guideline(c.guideline), body), "refined observation")
+        refined = after_heading(
+            self._compress(observation_guideline(c.guideline), body), "refined observation"
+        )
         if not refined:
             self.counts["empty_compressions"] += 1
             self.pending["observation"] = {"tokens": size, "empty": True}
@@ -194,7 +208,11 @@ class Acon(MethodBase):
         text = self._observation_text(step.after)
         self.shown = (step.after.text, text) if text != step.after.text else None
         self.steps.append(
-            {"thought": step.decision.thought, "action": action_json(step.decision.action), "observation": text}
+            {
+                "thought": step.decision.thought,
+                "action": action_json(step.decision.action),
+                "observation": text,
+            }
         )
         self.executed += 1
         record, self.pending = self.pending, {}

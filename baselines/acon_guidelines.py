@@ -109,8 +109,9 @@ def history_guideline(variant: str, domain: str) -> str:
         body = _HIST_BASE
     else:
         items = DOMAINS[domain] if variant == "domain" else DomainItems("", "")
-        body = "Maintain a structured, context-aware summary of the agent's progress.\n" + _UT_SECTIONS.format(
-            vars=items.vars, guardrails=items.guardrails
+        body = (
+            "Maintain a structured, context-aware summary of the agent's progress.\n"
+            + _UT_SECTIONS.format(vars=items.vars, guardrails=items.guardrails)
         )
         if variant == "utco":
             body += "\n" + _CO_RULES

@@ -46,7 +46,10 @@ def test_history_past_t_hist_becomes_a_summary_and_only_the_last_step_stays_verb
     assert history_input.count('"action": "look"') == 1  # the span excludes the preserved last step
     prompt = user_text(calls[3])
     assert "Summary of the earlier steps:\nSUMMARY-1" in prompt
-    assert json.loads(prompt.split("Latest steps:\n")[1].split("\n\nAvailable actions")[0])[0]["action"] == "look"
+    assert (
+        json.loads(prompt.split("Latest steps:\n")[1].split("\n\nAvailable actions")[0])[0]["action"]
+        == "look"
+    )
     assert prompt.count('"action": "look"') == 1
     assert result.report["history_compressions"] == 2
     memory = [e["record"] for e in log.of_kind("memory")]
@@ -54,7 +57,9 @@ def test_history_past_t_hist_becomes_a_summary_and_only_the_last_step_stays_verb
 
 
 def test_reset_rule_feeds_the_previous_summary_and_replaces_it():
-    _, log = run(t_hist=20, t_obs=100_000, compressor=["## History summary\nFIRST", "## History summary\nSECOND"])
+    _, log = run(
+        t_hist=20, t_obs=100_000, compressor=["## History summary\nFIRST", "## History summary\nSECOND"]
+    )
     calls = log.of_kind("call")
     second = [c for c in calls if c["role"] == "compressor"][1]
     assert "<previous_summary>\nFIRST\n</previous_summary>" in user_text(second)
@@ -87,8 +92,8 @@ def test_history_mode_leaves_observations_alone():
 def test_guideline_variant_reaches_the_compressor():
     _, domain_log = run(t_hist=20, t_obs=100_000, max_turns=3)
     _, base_log = run(t_hist=20, t_obs=100_000, max_turns=3, guideline="base")
-    domain_text = user_text([c for c in domain_log.of_kind("call") if c["role"] == "compressor"][0])
-    base_text = user_text([c for c in base_log.of_kind("call") if c["role"] == "compressor"][0])
+    domain_text = user_text(next(c for c in domain_log.of_kind("call") if c["role"] == "compressor"))
+    base_text = user_text(next(c for c in base_log.of_kind("call") if c["role"] == "compressor"))
     assert "Nothing happens." in domain_text and "GUARDRAILS" in domain_text
     assert "GUARDRAILS" not in base_text and "REASONING" in base_text
 
