@@ -1,0 +1,375 @@
+"""Situation passport: the verbal, code-free cousin of PoS. One policy call per step returns the controller check,
+the whole rewritten passport, the model's own health judgement, the active gap and the action.
+
+Where PoS measures health numerically and writes recovery constraints from Static/Cycle/Drift (SPEC-POS §10–§12),
+here the model declares stall, movement (frozen / circle / drift) and the kind of gap it is stuck on; this file
+only turns that declaration into constraint text for the next prompt and lifts it when the model declares
+progress. The passport is the only memory unless `history="full"` also shows the raw steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from baselines.passport_records import (
+    ActiveGap,
+    AuditReport,
+    Finding,
+    Health,
+    Passport,
+    PassportReply,
+    ReplyShape,
+    entity_changes,
+    read_reply,
+    rule_check,
+)
+from baselines.raw import action_json
+from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.protocols import MethodBase, Model
+from pos_bench.structured import StructuredFailure, ask
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+
+MAX_JSON_RETRIES = 2
+"""Policy repairs, as for every non-PoS baseline (SPEC-BASE §2.1)."""
+
+MOVEMENT_RULE = {
+    "frozen": "Frozen: the world did not change, so do not repeat the action that left it unchanged{actions}.",
+    "circle": "Circle: states and actions keep coming back, so take none of the actions of the loop again{actions}.",
+    "drift": "Drift: the world changes but the active gap does not move, so take only an action that serves it.",
+}
+GAP_RULE = {
+    "knowledge": "Stuck on knowledge: the next action must bring new evidence that tells the open possibilities apart.",
+    "action": "Stuck on action: the next action must change the state of at least one entity that matters for the goal.",
+}
+GENERIC_RULE = "Step back and pick an action, backed by the passport, that moves the active gap."
+
+AUDITOR_SYSTEM = (
+    "You are an independent controller. You compare an agent's situation passport with the latest evidence and list "
+    "problems. You fix nothing and suggest no actions."
+)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """The recovery constraint derived from a declared stall; shown until the model declares progress."""
+
+    declared_at: int
+    movement: str
+    stuck_on: str
+    gaps: tuple[str, ...]
+    """The active gap(s) at the declaration; the protocol keeps them during the stall."""
+    text: str
+
+
+def constraint_text(
+    health: Health, *, gaps: Sequence[str], recent_actions: Sequence[Any], task_rules: Sequence[str] = ()
+) -> str:
+    """One movement rule and one gap rule, combined; the actions the model judged are named concretely."""
+    named = [json.dumps(a, ensure_ascii=False) for a in recent_actions]
+    if health.movement == "frozen":
+        suffix = f" ({named[-1]})" if named else ""
+    else:
+        suffix = f": {', '.join(dict.fromkeys(named))}" if named else ""
+    parts = (
+        [MOVEMENT_RULE[health.movement].format(actions=suffix)] if health.movement in MOVEMENT_RULE else []
+    )
+    if health.stuck_on in GAP_RULE:
+        parts.append(GAP_RULE[health.stuck_on])
+    if not parts:
+        parts.append(GENERIC_RULE)
+    parts.extend(task_rules)
+    keep = " | ".join(gaps) if gaps else "the current active gap"
+    return f"Stall declared. Keep the active gap ({keep}) until progress resumes. " + " ".join(parts)
+
+
+def protocol_text(shape: ReplyShape, *, window: int, check_scope: str) -> str:
+    """The protocol in the prompt; the levers change its words as they change the schema."""
+    entry = "name, state in plain words"
+    if shape.confidence:
+        entry += ", confidence (high, medium or low)"
+    if shape.source:
+        entry += ", source (the step or observation it rests on; without one, confidence is low)"
+    scope = (
+        "only the entries the newest observation adds or changes"
+        if check_scope == "changed"
+        else "every entry"
+    )
+    count = "the one gap" if shape.active_gaps == 1 else "one or two gaps"
+    return "\n".join(
+        [
+            (
+                "You keep a situation passport, rewritten whole in every reply. The JSON reply holds, in this order, "
+                "thought, check, passport, health, active_gaps, citations and action:"
+            ),
+            (
+                f'- "check": problems in the passport below against the newest observation, looking at {scope}: '
+                '"incompatible" (one entity in two states), "contradicted" (the evidence says otherwise), "unsourced" '
+                "(a conclusion without a source). [] if none."
+            ),
+            (
+                f'- "passport": the fixed passport you commit. entities: {entry}; relations: source, target, relation; '
+                "knowledge_gaps: what is not yet known or confirmed; achievement_gaps: how things differ from the goal. "
+                "Keep only what bears on the possible actions, on judging results or on reaching the goal."
+            ),
+            (
+                '- "health": progress (did the active gap close, or did confidence in something important change?); '
+                f"stall (no progress in the last {window} steps); movement: frozen (the world did not change), circle "
+                "(states and actions repeat), drift (the world changes, the active gap does not), or none; stuck_on: "
+                "knowledge, action or none."
+            ),
+            (
+                f'- "active_gaps": {count} most worth working on now (kind knowledge or achievement, gap, one-line reason). '
+                "During a stall keep the same active gap."
+            ),
+            '- "citations": when the action gives a final answer, the passport entries that support it; else [].',
+            'The "action" serves the active gap and obeys the constraint, if any.',
+        ]
+    )
+
+
+class SituationPassport(MethodBase):
+    """method=passport. Levers: `window` (steps without progress that make a stall, judged by the model),
+    `active_gaps` (1 or 2), `check_scope` ("changed" entries or "all"), `confidence` / `source` (off = the
+    short passport), `task_rules` (extra recovery constraints added to every stall constraint), `history`
+    ("full" also shows the raw steps, as a chat would), `auditor` (an independent `passport_auditor` call
+    lists problems before the acting call), `reply_tokens` (added to the benchmark's policy reply budget)."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        window: int = 3,
+        active_gaps: int = 1,
+        check_scope: Literal["changed", "all"] = "changed",
+        confidence: bool = True,
+        source: bool = True,
+        task_rules: Sequence[str] = (),
+        history: Literal["none", "full"] = "none",
+        auditor: bool = False,
+        reply_tokens: int = 1024,
+    ):
+        if window < 1:
+            raise ValueError(f"window must be ≥ 1, got {window}")
+        if check_scope not in ("changed", "all"):
+            raise ValueError(f"check_scope must be 'changed' or 'all', got {check_scope!r}")
+        if history not in ("none", "full"):
+            raise ValueError(f"history must be 'none' or 'full', got {history!r}")
+        if reply_tokens < 0:
+            raise ValueError(f"reply_tokens must be ≥ 0, got {reply_tokens}")
+        self.model = model
+        self.shape = ReplyShape(confidence=confidence, source=source, active_gaps=active_gaps)
+        self.window, self.check_scope, self.history_mode = window, check_scope, history
+        self.task_rules, self.auditor, self.reply_tokens = tuple(task_rules), auditor, reply_tokens
+        self.passport: Passport | None = None
+        self.changed: list[str] = []
+        self.active: list[ActiveGap] = []
+        self.constraint: Constraint | None = None
+        self.recent: deque[dict[str, Any]] = deque(maxlen=window)
+        self.history: list[dict[str, Any]] = []
+        self.last: dict[str, Any] | None = None
+        self.audit: dict[str, Any] | None = None
+        self.step = 0
+        """Index of the next policy turn, for the step numbers the passport cites as sources."""
+        self.committed_at: int | None = None
+        self.counts = dict.fromkeys(
+            (
+                "stalls_declared",
+                "constraints_issued",
+                "constraints_lifted",
+                "malformed_replies",
+                "auditor_calls",
+                "auditor_failures",
+                "model_findings",
+                "auditor_findings",
+                "rule_findings",
+            ),
+            0,
+        )
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+        self.brief = brief
+        self.goal = first.goal
+
+    def prompt(self, obs: Observation) -> Prompt:
+        self.audit = self._run_auditor() if self.auditor and self.passport is not None else None
+        schema = decision_model(obs, extra_fields=self.shape.extra_fields()).model_json_schema()
+        return policy_prompt(
+            self.brief,
+            obs,
+            self._sections(obs),
+            schema=schema,
+            max_tokens=self.brief.policy_max_tokens + self.reply_tokens,
+            max_repairs=MAX_JSON_RETRIES,
+        )
+
+    def _sections(self, obs: Observation) -> list[str]:
+        sections = [
+            self.brief.example,
+            f"Task: {self.goal}",
+            protocol_text(self.shape, window=self.window, check_scope=self.check_scope),
+            "Passport: none yet; write the first one from the task and the observation."
+            if self.passport is None
+            else f"Passport (committed at step {self.committed_at}): {self.passport.model_dump_json(exclude_none=True)}",
+        ]
+        if self.active:
+            sections.append(
+                "Active gap: " + json.dumps([g.model_dump() for g in self.active], ensure_ascii=False)
+            )
+        if self.recent:
+            lines = [
+                f"- step {r['step']}: {json.dumps(r['action'], ensure_ascii=False)} → progress: {r['progress']}"
+                for r in self.recent
+            ]
+            sections.append(f"Your last {len(lines)} steps:\n" + "\n".join(lines))
+        if self.constraint is not None:
+            sections.append(f"CONSTRAINT (from step {self.constraint.declared_at}): {self.constraint.text}")
+        if self.audit and self.audit["findings"]:
+            found = json.dumps(self.audit["findings"], ensure_ascii=False)
+            sections.append(
+                f"An independent controller found these problems; fix them in the passport: {found}"
+            )
+        if self.history_mode == "full":
+            sections.append(
+                "Previous steps:\n"
+                + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet")
+            )
+        sections.append(f"Step {self.step}. Newest observation:\n{render_observation(obs)}")
+        return sections
+
+    def _run_auditor(self) -> dict[str, Any]:
+        """The independent controller (issue lever `passport.auditor`): lists problems of the committed passport
+        against the latest transition; skipped when scope is "changed" and nothing changed at the last commit."""
+        names = self.changed if self.check_scope == "changed" else [e.name for e in self.passport.entities]
+        if not names:
+            return {"called": False, "findings": []}
+        scope = (
+            "every entry"
+            if self.check_scope == "all"
+            else "these entries: " + json.dumps(names, ensure_ascii=False)
+        )
+        last = self.last or {}
+        user = "\n\n".join(
+            [
+                f"Task: {self.goal}",
+                f"Passport: {self.passport.model_dump_json(exclude_none=True)}",
+                (
+                    f"Latest evidence: before: {last.get('before', '')}\naction: {json.dumps(last.get('action'))}\n"
+                    f"newest observation: {last.get('after', '')}"
+                ),
+                (
+                    f"Check {scope}. Report an entity in two states that cannot both hold (incompatible), an entry the "
+                    "evidence disproves (contradicted), or a conclusion without a source (unsourced)."
+                ),
+                'Reply with one JSON object {"problems": [{"entry", "problem", "detail"}]}; [] if there are none.',
+            ]
+        )
+        prompt = Prompt(messages=(Message("system", AUDITOR_SYSTEM), Message("user", user)), max_tokens=512)
+        self.counts["auditor_calls"] += 1
+        report = ask(self.model, prompt, AuditReport, role="passport_auditor", max_repairs=1)
+        if isinstance(report, StructuredFailure):
+            self.counts["auditor_failures"] += 1
+            return {"called": True, "failure": report.problem, "findings": []}
+        self.counts["auditor_findings"] += len(report.problems)
+        return {"called": True, "findings": [f.model_dump() for f in report.problems]}
+
+    def update(self, step: Step) -> Mapping[str, Any] | None:
+        if step.after is None:
+            return None
+        reply = read_reply(step.decision.extra, self.shape)
+        shown = self.constraint.text if self.constraint else None
+        findings = self._commit(reply)
+        event = self._health(reply, step)
+        action = action_json(step.decision.action)
+        self.recent.append({"step": step.turn, "action": action, "progress": "not judged yet"})
+        self.step = step.turn + 1
+        self.last = {"before": step.before.text, "action": action, "after": step.after.text}
+        if self.history_mode == "full":
+            self.history.append(
+                {"thought": step.decision.thought, "action": action, "observation": step.after.text}
+            )
+        return {
+            "passport": self.passport.model_dump(exclude_none=True) if self.passport else None,
+            "committed": reply.passport is not None,
+            "changed_entities": self.changed,
+            "active_gaps": [g.model_dump() for g in self.active],
+            "check": {
+                "model": [f.model_dump() for f in reply.check or []],
+                "auditor": self.audit,
+                "rules": [f.model_dump() for f in findings],
+            },
+            "health": reply.health.model_dump() if reply.health else None,
+            "diagnosis": {"movement": reply.health.movement, "stuck_on": reply.health.stuck_on}
+            if reply.health and reply.health.stall
+            else None,
+            "constraint": {
+                "shown": shown,
+                "event": event,
+                "next": self.constraint.text if self.constraint else None,
+            },
+            "gap_kept": self._gap_kept(),
+            "citations": reply.citations,
+            "malformed": reply.problems,
+        }
+
+    def _commit(self, reply: PassportReply) -> list[Finding]:
+        """Commit the fixed passport; a malformed one leaves the previous passport in force (nothing unchecked
+        is ever committed) while the action, already executed by the loop, stands."""
+        if reply.problems:
+            self.counts["malformed_replies"] += 1
+        self.counts["model_findings"] += len(reply.check or [])
+        if reply.active_gaps is not None:
+            self.active = reply.active_gaps
+        if reply.passport is None:
+            self.changed = []
+            return []
+        changed = entity_changes(self.passport, reply.passport)
+        names = changed if self.check_scope == "changed" else [e.name for e in reply.passport.entities]
+        passport, findings = rule_check(
+            reply.passport, names, mark_unsourced=self.shape.confidence and self.shape.source
+        )
+        self.counts["rule_findings"] += len(findings)
+        self.passport, self.changed = passport, changed
+        self.committed_at = self.step
+        return findings
+
+    def _health(self, reply: PassportReply, step: Step) -> str | None:
+        """Constraint lifecycle from the declared health: progress lifts it, a stall issues a fresh one, anything
+        else (incl. an unreadable health) keeps the current one."""
+        health = reply.health
+        if health is None:
+            return "kept" if self.constraint else None
+        if self.recent:
+            self.recent[-1]["progress"] = "yes" if health.progress else "no"
+        if health.progress:
+            if self.constraint is None:
+                return None
+            self.constraint = None
+            self.counts["constraints_lifted"] += 1
+            return "lifted"
+        if not health.stall:
+            return "kept" if self.constraint else None
+        self.counts["stalls_declared"] += 1
+        gaps = self.constraint.gaps if self.constraint else tuple(g.gap for g in self.active)
+        judged = [r["action"] for r in self.recent]
+        text = constraint_text(health, gaps=gaps, recent_actions=judged, task_rules=self.task_rules)
+        event = "reissued" if self.constraint else "issued"
+        self.counts["constraints_issued"] += int(event == "issued")
+        self.constraint = Constraint(step.turn, health.movement, health.stuck_on, gaps, text)
+        return event
+
+    def _gap_kept(self) -> bool | None:
+        if self.constraint is None:
+            return None
+        return {g.casefold() for g in self.constraint.gaps} == {g.gap.casefold() for g in self.active}
+
+    def report(self) -> Mapping[str, Any]:
+        return {
+            "passport": self.passport.model_dump(exclude_none=True) if self.passport else None,
+            "active_gaps": [g.model_dump() for g in self.active],
+            "constraint": self.constraint.text if self.constraint else None,
+            **self.counts,
+        }

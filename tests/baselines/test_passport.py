@@ -1,0 +1,208 @@
+import json
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+
+from baselines.passport import SituationPassport, constraint_text
+from baselines.passport_records import Health, ReplyShape, read_reply
+from pos_bench.benchmarks.toy import ToyBenchmark
+from pos_bench.loop import play
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.transcript import Recorded, Transcript
+
+BENCH = ToyBenchmark(n_tasks=2)
+TASK = BENCH.tasks()[0]
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+CALM = {"progress": False, "stall": False, "movement": "none", "stuck_on": "none"}
+MOVED = {"progress": True, "stall": False, "movement": "none", "stuck_on": "none"}
+FROZEN = {"progress": False, "stall": True, "movement": "frozen", "stuck_on": "knowledge"}
+
+
+def reply(health=CALM, *, state="in the room", action="look", passport=None, **extra):
+    body = {
+        "thought": "t",
+        "check": [],
+        "passport": passport
+        if passport is not None
+        else {
+            "entities": [{"name": "me", "state": state, "confidence": "high", "source": "step 0"}],
+            "relations": [],
+            "knowledge_gaps": ["where the apple is"],
+            "achievement_gaps": ["apple not in drawer"],
+        },
+        "health": health,
+        "active_gaps": [{"kind": "knowledge", "gap": "where the apple is", "reason": "needed first"}],
+        "action": action,
+        **extra,
+    }
+    return json.dumps(body)
+
+
+def run(replies, *, max_turns=4, auditor_replies=None, **settings):
+    log = Transcript()
+    scripted = {"agent": replies}
+    if auditor_replies is not None:
+        scripted["passport_auditor"] = auditor_replies
+    model = Recorded(ScriptedModel(scripted), log)
+    method = SituationPassport(model, **settings)
+    result = play(TASK, BENCH.make_env(model), method, model, brief=BENCH.brief, max_turns=max_turns, log=log)
+    return result, log
+
+
+def agent_prompts(log):
+    return [c["prompt"]["messages"][-1]["content"] for c in log.of_kind("call") if c["role"] == "agent"]
+
+
+def records(log):
+    return [e["record"] for e in log.of_kind("memory")]
+
+
+def test_structured_reply_is_parsed_into_the_committed_passport_and_shown_next_step():
+    result, log = run([reply(state="in the room"), reply(state="at drawer 1")], max_turns=2)
+    first, second = records(log)
+    assert first["committed"] and first["malformed"] == []
+    assert first["passport"]["entities"] == [
+        {"name": "me", "state": "in the room", "confidence": "high", "source": "step 0"}
+    ]
+    assert first["active_gaps"][0]["gap"] == "where the apple is"
+    assert first["health"] == CALM and first["diagnosis"] is None
+    assert second["changed_entities"] == ["me"]
+    prompts = agent_prompts(log)
+    assert "Passport: none yet" in prompts[0]
+    assert '"state":"in the room"' in prompts[1] and "Passport (committed at step 0)" in prompts[1]
+    assert result.report["passport"]["entities"][0]["state"] == "at drawer 1"
+    assert result.report["malformed_replies"] == 0
+
+
+def test_malformed_passport_keeps_the_previous_one_and_the_action_still_runs():
+    broken = reply(passport={"entities": [{"name": "me"}]})  # no state: the passport part is invalid
+    result, log = run([reply(state="in the room"), broken, reply(state="later")], max_turns=3)
+    first, second, third = records(log)
+    assert not second["committed"]
+    assert any(p.startswith("passport.") for p in second["malformed"])
+    assert second["passport"] == first["passport"]
+    assert second["health"] == CALM  # the other parts are still read
+    assert len(log.of_kind("step")) == 3
+    assert "Passport (committed at step 0)" in agent_prompts(log)[2]
+    assert third["passport"]["entities"][0]["state"] == "later"
+    assert result.report["malformed_replies"] == 1
+
+
+def test_missing_parts_are_named_and_nothing_is_committed():
+    parsed = read_reply({"passport": "a string"}, ReplyShape())
+    assert parsed.passport is None and parsed.health is None and parsed.active_gaps is None
+    assert "health: missing" in parsed.problems and "active_gaps: missing" in parsed.problems
+    assert any(p.startswith("passport") for p in parsed.problems)
+
+
+def test_declared_stall_puts_the_constraint_in_the_next_prompt_until_progress():
+    replies = [
+        reply(action="look"),
+        reply(FROZEN, action="inventory"),
+        reply(CALM),
+        reply(MOVED),
+        reply(CALM),
+    ]
+    result, log = run(replies, max_turns=5)
+    prompts = agent_prompts(log)
+    assert "CONSTRAINT" not in prompts[1]
+    assert "CONSTRAINT (from step 1)" in prompts[2]
+    assert 'do not repeat the action that left it unchanged ("look")' in prompts[2]  # the action the stall was judged on
+    assert "new evidence" in prompts[2]
+    assert "where the apple is" in prompts[2]
+    assert "CONSTRAINT" in prompts[3]  # no progress yet: still in force
+    assert "CONSTRAINT" not in prompts[4]
+    events = [r["constraint"]["event"] for r in records(log)]
+    assert events == [None, "issued", "kept", "lifted", None]
+    assert records(log)[1]["diagnosis"] == {"movement": "frozen", "stuck_on": "knowledge"}
+    assert records(log)[2]["gap_kept"] is True
+    assert result.report["stalls_declared"] == 1 and result.report["constraints_lifted"] == 1
+
+
+def test_constraint_combines_one_movement_and_one_gap_rule_and_task_rules():
+    circle = Health(progress=False, stall=True, movement="circle", stuck_on="action")
+    text = constraint_text(
+        circle, gaps=["apple"], recent_actions=["a", "b", "a"], task_rules=["Read ≤ 50 lines."]
+    )
+    assert 'none of the actions of the loop again: "a", "b".' in text
+    assert "change the state of at least one entity" in text and text.endswith("Read ≤ 50 lines.")
+    drift = Health(progress=False, stall=True, movement="drift", stuck_on="none")
+    assert "serves it" in constraint_text(drift, gaps=[], recent_actions=[])
+    vague = Health(progress=False, stall=True, movement="none", stuck_on="none")
+    assert "Step back" in constraint_text(vague, gaps=["x"], recent_actions=[])
+
+
+def test_auditor_makes_its_extra_call_before_acting_and_its_findings_reach_the_prompt():
+    finding = {"entry": "me", "problem": "contradicted", "detail": "the observation says otherwise"}
+    result, log = run(
+        [reply()], max_turns=3, auditor=True, auditor_replies=[json.dumps({"problems": [finding]})]
+    )
+    roles = [c["role"] for c in log.of_kind("call")]
+    # step 0 has no passport to audit; step 1 audits the new entry; step 2 has nothing changed to audit
+    assert roles == ["agent", "passport_auditor", "agent", "agent"]
+    assert "independent controller found these problems" in agent_prompts(log)[1]
+    assert records(log)[1]["check"]["auditor"]["findings"] == [finding]
+    assert result.report["auditor_calls"] == 1 and result.report["auditor_findings"] == 1
+
+
+def test_auditor_checks_every_entry_when_scope_is_all():
+    _, log = run(
+        [reply()], max_turns=3, auditor=True, check_scope="all", auditor_replies=['{"problems": []}']
+    )
+    assert [c["role"] for c in log.of_kind("call")].count("passport_auditor") == 2
+
+
+def test_unsourced_entry_is_marked_low_confidence_by_the_rules():
+    passport = {
+        "entities": [{"name": "apple", "state": "in fridge", "confidence": "high", "source": ""}],
+        "relations": [],
+        "knowledge_gaps": [],
+        "achievement_gaps": [],
+    }
+    _, log = run([reply(passport=passport)], max_turns=1)
+    record = records(log)[0]
+    assert record["passport"]["entities"][0]["confidence"] == "low"
+    assert record["check"]["rules"][0]["problem"] == "unsourced"
+
+
+def test_short_passport_and_two_gaps_change_schema_and_prompt():
+    short = reply(
+        passport={
+            "entities": [{"name": "me", "state": "here"}],
+            "relations": [],
+            "knowledge_gaps": [],
+            "achievement_gaps": [],
+        }
+    )
+    _, log = run([short], max_turns=1, confidence=False, source=False, active_gaps=2)
+    call = log.of_kind("call")[0]
+    schema = call["prompt"]["schema"]
+    entity = next(d for name, d in schema["$defs"].items() if name == "PassportEntity")
+    assert set(entity["properties"]) == {"name", "state"}
+    assert schema["properties"]["active_gaps"]["maxItems"] == 2
+    assert "one or two gaps" in agent_prompts(log)[0] and "confidence (" not in agent_prompts(log)[0]
+    assert records(log)[0]["committed"]
+
+
+def test_full_history_also_shows_the_raw_steps():
+    _, log = run([reply()], max_turns=2, history="full")
+    assert '"observation": "You are in the middle of a room."' in agent_prompts(log)[1]
+    _, log = run([reply()], max_turns=2)
+    assert "Previous steps" not in agent_prompts(log)[1]
+
+
+def test_bad_lever_values_are_rejected():
+    with pytest.raises(ValueError, match="active_gaps"):
+        SituationPassport(ScriptedModel(), active_gaps=3)
+    with pytest.raises(ValueError, match="history"):
+        SituationPassport(ScriptedModel(), history="some")
+
+
+def test_auditor_config_extends_passport():
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["method=passport_auditor", "bench=toy", "model=scripted"])
+    method = instantiate(cfg.method, _convert_="all")(model=ScriptedModel())
+    assert isinstance(method, SituationPassport) and method.auditor
