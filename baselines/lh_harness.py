@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -225,8 +226,8 @@ class LongHorizonHarness(MethodBase):
             f"Auditor reports by round:\n{self._audit_history()}",
             "Harness feedback: " + (" ".join(self.feedback) or "none"),
             f"This is round {index} ({budget}); a round is at most {self.steps_per_round} executor actions.",
-            "Reply with the JSON object: task_state {completed: [{fact, rounds}], incomplete, blockers, untrusted}, "
-            "contract, next (act / done / blocked), subtask, acceptance_criteria, related_rounds.",
+            ("Reply with the JSON object: task_state {completed: [{fact, rounds}], incomplete, blockers, untrusted}, "
+            "contract, next (act / done / blocked), subtask, acceptance_criteria, related_rounds."),
         ]
         return Prompt(
             messages=(Message("system", MANAGER_SYSTEM), Message("user", "\n\n".join(sections))),
@@ -292,8 +293,8 @@ class LongHorizonHarness(MethodBase):
             EXECUTOR_RULES,
             f"Audited task state:\n{self._state_text()}",
             f"Contract: {plan.contract or 'none yet'}",
-            f"Subtask (round {self.round.index}, action {self.round.turns} of at most {self.steps_per_round}): "
-            f"{plan.subtask}\nAcceptance criteria:\n{criteria}",
+            (f"Subtask (round {self.round.index}, action {self.round.turns} of at most {self.steps_per_round}): "
+            f"{plan.subtask}\nAcceptance criteria:\n{criteria}"),
             DONE_NOTE if plan.next == "done" else "",
             f"Related audit reports:\n{clip_tail(related, self.history_clip_chars)}" if related else "",
             "This round's steps so far:\n" + (json.dumps(pairs, indent=1, ensure_ascii=False) if pairs else "none yet"),
@@ -330,8 +331,8 @@ class LongHorizonHarness(MethodBase):
             f"Executor output (its claims):\n{clip_tail(claims, self.executor_output_clip_chars)}",
             f"Raw observations of this round ([0] is where the round started):\n{observations}",
             f"Related audit reports:\n{related}" if related else "",
-            "Reply with the JSON object: status, integrity, contract_audit, verified_facts [{fact, step}] (step = "
-            "the numbered observation showing the fact), evidence (short quotes), gaps, state_update.",
+            ("Reply with the JSON object: status, integrity, contract_audit, verified_facts [{fact, step}] (step = "
+            "the numbered observation showing the fact), evidence (short quotes), gaps, state_update."),
         ]
         return Prompt(
             messages=(Message("system", AUDITOR_SYSTEM), Message("user", "\n\n".join(s for s in sections if s))),
