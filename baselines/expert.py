@@ -5,7 +5,8 @@ It follows `info["expert_plan"]`, which ALFWorld's planner (and the toy househol
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Decision, Observation, Step, Task

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pos_bench.prompting import policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model

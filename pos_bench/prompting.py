@@ -7,7 +7,8 @@ comparison between methods stays fair (STYLE §1.4).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 

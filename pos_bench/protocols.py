@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, Self, runtime_checkable
 
 from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
 
@@ -60,7 +61,7 @@ class Method(Protocol):
     One instance per episode (the runner builds it from a `_partial_` factory), used as a context manager.
     """
 
-    def __enter__(self) -> Method: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -82,7 +83,7 @@ class Method(Protocol):
 class MethodBase:
     """Defaults shared by methods: context-manager plumbing and an empty report."""
 
-    def __enter__(self) -> MethodBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

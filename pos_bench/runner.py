@@ -11,9 +11,10 @@ import os
 import re
 import shutil
 import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from hydra.utils import instantiate
 from joblib import Parallel, delayed
@@ -77,7 +78,7 @@ def run_episode(cfg: Mapping[str, Any], task: Task, run_dir: Path) -> EpisodeRes
         finally:
             env.close()
         result = replace(result, usage=dict(model.usage))
-    except Exception as error:  # the episode boundary: record, let the other episodes go on
+    except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
         result = EpisodeResult(
             task_id=task.id,

@@ -8,8 +8,9 @@ up to `max_repairs` follow-up turns that quote the error (SPEC-POS §6.4, §6.7)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 

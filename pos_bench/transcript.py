@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable

@@ -7,8 +7,9 @@ serialises to JSON with `to_jsonable`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)

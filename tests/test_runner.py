@@ -5,9 +5,8 @@ import subprocess
 import sys
 import time
 
-from pos_bench.runner import ResultsFile, run
-from pos_bench.types import Task
 from pos_bench.protocols import MethodBase
+from pos_bench.runner import ResultsFile, run
 from tests.conftest import REPO
 
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
