@@ -1,12 +1,17 @@
-"""Build the model a run uses: the agent model, plus optional per-role models (belief, sentinel,
-benchmark_provider, …) that default to it."""
+"""Build the model a run uses. Each configured model is composed the same way:
+provider → `Retrying` (one shared policy) → `Cached` (record/replay); then a `RoleRouter` sends each role to
+its model. The agent model is `model`; optional per-role models (belief, sentinel, benchmark_provider, …)
+come from `roles` and default to it."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from hydra.utils import instantiate
 
+from pos_bench.models.cache import CacheConfig, Cached
+from pos_bench.models.retry import Retrying, RetryPolicy
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply
 
@@ -29,10 +34,19 @@ class RoleRouter:
         return self.by_role.get(role, self.default).generate(prompt, role=role)
 
 
+def wrap(model: Model, cfg: Mapping[str, Any]) -> Model:
+    """`model` behind the run's retry policy and response cache (`retry` and `cache` nodes; cache off when absent)."""
+    model = Retrying(model, RetryPolicy(**(cfg.get("retry") or {})))
+    cache = CacheConfig(**(cfg.get("cache") or {}))
+    return model if cache.mode == "off" else Cached(model, cache)
+
+
 def build_model(cfg: Mapping[str, Any]) -> Model:
     """The run's model from the `model` node and the optional `roles` mapping (role → model node)."""
-    default = instantiate(cfg["model"], _convert_="all")
+    default = wrap(instantiate(cfg["model"], _convert_="all"), cfg)
     roles = cfg.get("roles") or {}
     if not roles:
         return default
-    return RoleRouter(default, {role: instantiate(node, _convert_="all") for role, node in roles.items()})
+    return RoleRouter(
+        default, {role: wrap(instantiate(node, _convert_="all"), cfg) for role, node in roles.items()}
+    )

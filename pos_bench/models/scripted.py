@@ -34,7 +34,8 @@ class ScriptedModel:
         self.prompts: list[tuple[str, Prompt]] = []
 
     def describe(self) -> Mapping[str, Any]:
-        return {"provider": "scripted", "model": self.name, "temperature": 0.0}
+        # Replies depend on call order, not only on the request, so the response cache must pass it by.
+        return {"provider": "scripted", "model": self.name, "temperature": 0.0, "cacheable": False}
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         if self.delay:

@@ -14,9 +14,10 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping
+from typing import Any, Self
 
 Answer = Callable[[Mapping[str, Any]], str]
 """Computes the reply text from the decoded request body."""
@@ -29,7 +30,7 @@ def pick_listed_action(body: Mapping[str, Any]) -> str:
     last = body["messages"][-1]["content"] if body.get("messages") else ""
     if isinstance(last, list):
         last = " ".join(part.get("text", "") for part in last)
-    actions = re.findall(r"^- (.+)$", last, flags=re.M)
+    actions = re.findall(r"^- (.+)$", last, flags=re.MULTILINE)
     action = actions[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(actions)] if actions else "look"
     return json.dumps({"thought": "stub step", "action": action})
 
@@ -55,7 +56,9 @@ class Faults:
 class StubServer:
     """A threaded loopback HTTP server; protocol subclasses implement `respond(path, body) -> (status, json)`."""
 
-    def __init__(self, *, answer: Answer = pick_listed_action, delay: float = 0.0, model_id: str = "stub-model"):
+    def __init__(
+        self, *, answer: Answer = pick_listed_action, delay: float = 0.0, model_id: str = "stub-model"
+    ):
         self.answer = answer
         self.delay = delay
         self.model_id = model_id
@@ -78,7 +81,7 @@ class StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 stub._handle(self)
 
             def log_message(self, *args: Any) -> None:
@@ -97,7 +100,7 @@ class StubServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> StubServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -118,7 +121,9 @@ class StubServer:
             if fault == "hang":
                 time.sleep(self.faults.hang_seconds)
             if fault == "429":
-                self._send(handler, 429, self.error_body("rate limited"), {"Retry-After": self.faults.retry_after})
+                self._send(
+                    handler, 429, self.error_body("rate limited"), {"Retry-After": self.faults.retry_after}
+                )
             elif fault == "500":
                 self._send(handler, 500, self.error_body("internal error"))
             elif fault == "malformed":
@@ -132,11 +137,15 @@ class StubServer:
             with self._lock:
                 self.in_flight -= 1
 
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Mapping[str, str] = {}) -> None:
+    def _send(
+        self, handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Mapping[str, str] = {}
+    ) -> None:
         self._send_raw(handler, status, json.dumps(payload).encode(), headers)
 
     @staticmethod
-    def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Mapping[str, str] = {}) -> None:
+    def _send_raw(
+        handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: Mapping[str, str] = {}
+    ) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))

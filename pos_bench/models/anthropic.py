@@ -1,0 +1,126 @@
+"""Claude through the official `anthropic` SDK (Messages API).
+
+Temperature: SDK 2.x dropped `temperature`, `top_p` and `top_k` from `messages.create`, and the API version it
+sends (2026-10-21) answers any sampling parameter with HTTP 400 on every model. Temperature 0 is therefore
+only possible on the previous API version (`api_version: "2023-06-01"`), where models before the Claude 4.7
+generation still accept it; it then travels in `extra_body`. Otherwise nothing is sent and `describe()`
+records `temperature_sent: null`, so a run never claims a temperature it did not get.
+
+Structured output: a prompt's schema becomes one tool whose `input_schema` is the schema, and `tool_choice`
+forces that tool; the tool input, serialised as JSON, is the reply text that the caller validates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pos_bench.models.endpoint import RemoteModel
+from pos_bench.types import Prompt, Reply, Usage
+
+SAMPLING_API_VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
+"""API versions that still accept sampling parameters."""
+
+REPLY_TOOL = "reply"
+REPLY_TOOL_DESCRIPTION = "Give your answer as this tool's input; it must follow the input schema exactly."
+
+
+class AnthropicModel(RemoteModel):
+    sdk = "anthropic"
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "ANTHROPIC_API_KEY",
+        temperature: float | None = 0.0,
+        api_version: str | None = None,
+        max_tokens: int = 4096,
+        structured: bool = True,
+        timeout: float = 120.0,
+        max_concurrency: int = 8,
+    ):
+        """
+        Args:
+            temperature: wanted temperature; sent only when `api_version` accepts sampling parameters.
+            api_version: the `anthropic-version` header; `None` keeps the SDK's (which refuses sampling).
+            structured: pass a prompt's schema as a forced tool; `False` relies on the prompt alone.
+        """
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            max_tokens=max_tokens,
+        )
+        self.temperature = temperature
+        self.api_version = api_version
+        self.structured = structured
+
+    @property
+    def temperature_sent(self) -> float | None:
+        return self.temperature if self.api_version in SAMPLING_API_VERSIONS else None
+
+    def sampling(self) -> Mapping[str, Any]:
+        return {
+            "temperature_sent": self.temperature_sent,
+            "temperature_wanted": self.temperature,
+            "api_version": self.api_version,
+            "structured": "forced_tool" if self.structured else "prompt",
+        }
+
+    def make_client(self, module: Any, api_key: str) -> Any:
+        headers = {"anthropic-version": self.api_version} if self.api_version else None
+        return module.Anthropic(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            default_headers=headers,
+        )
+
+    def request(self, client: Any, prompt: Prompt) -> Reply:
+        system = "\n\n".join(m.content for m in prompt.messages if m.role == "system")
+        options: dict[str, Any] = {}
+        if system:
+            options["system"] = system
+        if self.temperature_sent is not None:
+            options["extra_body"] = {"temperature": self.temperature_sent}
+        use_tool = self.structured and prompt.schema is not None
+        if use_tool:
+            options["tools"] = [
+                {
+                    "name": REPLY_TOOL,
+                    "description": REPLY_TOOL_DESCRIPTION,
+                    "input_schema": dict(prompt.schema),
+                }
+            ]
+            options["tool_choice"] = {"type": "tool", "name": REPLY_TOOL}
+        message = client.messages.create(
+            model=self.model,
+            messages=[{"role": m.role, "content": m.content} for m in prompt.messages if m.role != "system"],
+            max_tokens=prompt.max_tokens or self.max_tokens,
+            **options,
+        )
+        return Reply(text=self.reply_text(message.content, use_tool), usage=self.usage(message.usage))
+
+    @staticmethod
+    def reply_text(blocks: Any, use_tool: bool) -> str:
+        if use_tool:
+            for block in blocks:
+                if block.type == "tool_use" and block.name == REPLY_TOOL:
+                    return json.dumps(block.input, ensure_ascii=False)
+        texts = [block.text for block in blocks if block.type == "text"]
+        if not texts:
+            raise ValueError("the message has neither the reply tool call nor text")
+        return "".join(texts)
+
+    @staticmethod
+    def usage(usage: Any) -> Usage:
+        """Prompt-cache reads and writes are input tokens too (the API reports them apart)."""
+        extra = (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
+        return Usage(usage.input_tokens + extra, usage.output_tokens, 1)

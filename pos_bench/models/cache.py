@@ -1,0 +1,218 @@
+"""Response cache with record/replay: a killed run resumes mid-episode for free, and a recorded run replays
+offline, bit for bit.
+
+The key is the sha256 of the canonical request: the model's identity (its `describe()` without the
+operational fields in `NOT_IDENTITY`, so never a key, a host, a timeout or a concurrency cap; a local
+model's runtime identity is part of it) plus the messages, the schema and the token budget. Unknown
+`describe()` fields count as identity: a new setting can only cause a miss, never a wrong hit.
+
+Modes: `off`; `read_write` (answer hits, store misses); `record` (always call, overwrite); `replay` (hits only;
+a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, opened
+per operation, so threads and worker processes can share it. A model whose `describe()` says
+`cacheable: false` (the scripted test double, whose replies depend on call order) is never cached.
+
+`Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
+keys match the recording, and it has no provider behind it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Mapping
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pos_bench.protocols import Model
+from pos_bench.types import Prompt, Reply, Usage, to_jsonable
+
+CacheMode = Literal["off", "read_write", "record", "replay"]
+
+NOT_IDENTITY = frozenset(
+    {
+        "base_url",
+        "api_key_env",
+        "timeout",
+        "max_concurrency",
+        "retry",
+        "cache",
+        "roles",
+        "replayed_from",
+        "price",
+        "cacheable",
+    }
+)
+"""`describe()` fields that do not change what the model answers, left out of the cache key."""
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    mode: CacheMode = "off"
+    path: str = "results/cache/responses.sqlite"
+    """One file can serve every run; keys never collide across models or prompts."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("off", "read_write", "record", "replay"):
+            raise ValueError(f"cache.mode must be off, read_write, record or replay, got {self.mode!r}")
+
+
+class CacheMiss(RuntimeError):
+    """Replay asked for a request that was never recorded."""
+
+
+def identity(description: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in description.items() if k not in NOT_IDENTITY}
+
+
+def canonical_request(model_identity: Mapping[str, Any], prompt: Prompt) -> str:
+    request = {
+        "model": model_identity,
+        "messages": [[m.role, m.content] for m in prompt.messages],
+        "schema": prompt.schema,
+        "max_tokens": prompt.max_tokens,
+    }
+    return json.dumps(to_jsonable(request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def describe_request(key: str, model_identity: Mapping[str, Any], prompt: Prompt, role: str) -> str:
+    last = prompt.messages[-1].content if prompt.messages else ""
+    excerpt = last[-160:].replace("\n", " ")
+    return (
+        f"request {key[:16]} (role {role}, {model_identity.get('provider')} model {model_identity.get('model')!r}, "
+        f"{len(prompt.messages)} messages, last ends '…{excerpt}')"
+    )
+
+
+class ResponseStore:
+    """The SQLite file behind the cache."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._ready = False
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=60)
+        if not self._ready:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+                "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL)"
+            )
+            db.commit()
+            self._ready = True
+        return db
+
+    def get(self, key: str) -> Reply | None:
+        with closing(self._connect()) as db:
+            row = db.execute(
+                "SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
+
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> None:
+        verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
+        with closing(self._connect()) as db, db:
+            db.execute(
+                f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    request,
+                    reply.text,
+                    reply.usage.input_tokens,
+                    reply.usage.output_tokens,
+                    reply.usage.calls,
+                    time.time(),
+                ),
+            )
+
+    def __len__(self) -> int:
+        with closing(self._connect()) as db:
+            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+
+class Cached:
+    """Wraps a model with the response cache in `mode`."""
+
+    def __init__(self, model: Model, config: CacheConfig):
+        self.inner = model
+        self.name = model.name
+        self.config = config
+        self.store = ResponseStore(config.path)
+
+    def describe(self) -> Mapping[str, Any]:
+        return {**self.inner.describe(), "cache": self.config.mode}
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        description = self.inner.describe()
+        if self.config.mode == "off" or description.get("cacheable") is False:
+            return self.inner.generate(prompt, role=role)
+        model_identity = identity(description)
+        request = canonical_request(model_identity, prompt)
+        key = request_key(request)
+        if self.config.mode != "record":
+            hit = self.store.get(key)
+            if hit is not None:
+                return hit
+            if self.config.mode == "replay":
+                raise CacheMiss(
+                    f"replay cache miss: no recorded reply for {describe_request(key, model_identity, prompt, role)} "
+                    f"in {self.config.path}. Replay reproduces only a recorded run with the same bench, method and "
+                    "model settings; record it first with cache.mode=read_write or record."
+                )
+        reply = self.inner.generate(prompt, role=role)
+        self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+        # Another worker may have stored this request first; answer with what the cache holds, so a replay
+        # sees exactly what this run saw.
+        stored = self.store.get(key)
+        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
+
+
+class Replayed:
+    """`model=replay`: the model of a recorded run, answering only from the cache (no provider, no network).
+
+    Args:
+        run: the recorded run's directory (it holds `run.json`).
+        role: replay that run's model for this role (a `roles:` entry), instead of its default model.
+    """
+
+    def __init__(self, run: str, role: str | None = None):
+        path = Path(run) / "run.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"model=replay needs a recorded run: {path} does not exist (set model.run)"
+            )
+        recorded = json.loads(path.read_text(encoding="utf-8"))["model"]
+        if role is not None:
+            if role not in recorded.get("roles", {}):
+                raise ValueError(
+                    f"the run at {run} has no model for role {role!r}; its roles: "
+                    f"{sorted(recorded.get('roles', {}))}"
+                )
+            recorded = recorded["roles"][role]
+        self.recorded = {k: v for k, v in recorded.items() if k != "roles"}
+        self.run = run
+        self.name = str(self.recorded.get("model", "replay"))
+
+    def describe(self) -> Mapping[str, Any]:
+        return {**self.recorded, "replayed_from": self.run}
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        model_identity = identity(self.recorded)
+        key = request_key(canonical_request(model_identity, prompt))
+        raise CacheMiss(
+            f"replay cache miss: the run at {self.run} never made {describe_request(key, model_identity, prompt, role)}. "
+            "model=replay answers only from the response cache: keep cache.mode on read_write or replay and "
+            "cache.path on the recording's file."
+        )

@@ -1,0 +1,165 @@
+"""What the remote providers share: a key read from a named environment variable, a client built at the first
+call, a cap on requests in flight per endpoint, and the mapping of SDK failures onto the retry policy.
+
+The `openai` and `anthropic` SDKs are generated from the same template, so both raise `APIStatusError`
+(with the HTTP response) and `APIConnectionError` (timeouts included); `RemoteModel` classifies them once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pos_bench.models.retry import TransientError, parse_retry_after
+from pos_bench.types import Prompt, Reply
+
+PLACEHOLDER_KEY = "not-needed"
+"""Sent to local servers (vLLM, Ollama, …) that take no key; the SDKs refuse to build a client without one."""
+
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+"""Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
+
+_SLOTS: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def endpoint_slots(kind: str, base_url: str, limit: int) -> threading.BoundedSemaphore:
+    """The process-wide semaphore capping requests in flight to one endpoint.
+
+    Process-wide on purpose: the runner builds a model per episode, and episodes running in threads must share
+    one cap. With `runner.backend=loky` every worker process has its own cap, so prefer `threading` for remote
+    endpoints (episodes there mostly wait on the network).
+    """
+    with _SLOTS_LOCK:
+        return _SLOTS.setdefault((kind, base_url, limit), threading.BoundedSemaphore(limit))
+
+
+def public_url(url: str | None) -> str | None:
+    """`url` without credentials or query string, safe to write into run metadata."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def read_api_key(variable: str | None, provider: str, model: str) -> str:
+    """The API key from the environment variable the config names (configs never hold keys)."""
+    if variable is None:
+        return PLACEHOLDER_KEY
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise RuntimeError(
+            f"{provider} model {model!r} needs an API key in the environment variable {variable}, which is "
+            f"unset or empty. Export it (export {variable}=...) or point model.api_key_env at another variable; "
+            "use model.api_key_env=null for a local server that takes no key."
+        )
+    return key
+
+
+class RemoteModel:
+    """Base of the providers that call an HTTP API through an official SDK.
+
+    A subclass names its SDK module (`sdk`), builds the SDK client (`make_client`) and turns one prompt into
+    one request and its response into a `Reply` (`request`). This class adds the lazy client, the endpoint
+    cap and the error classification; retries and caching are wrappers composed in `build_model`.
+    """
+
+    sdk: str
+    provider: str
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        api_key_env: str | None,
+        timeout: float,
+        max_concurrency: int,
+        max_tokens: int,
+    ):
+        if timeout <= 0:
+            raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
+        if max_concurrency < 1:
+            raise ValueError(f"model.max_concurrency must be ≥ 1, got {max_concurrency}")
+        self.model = model
+        self.name = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.max_concurrency = max_concurrency
+        self.max_tokens = max_tokens
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    def make_client(self, module: Any, api_key: str) -> Any:
+        """Build the SDK client with `max_retries=0` and `timeout=self.timeout`."""
+        raise NotImplementedError
+
+    def request(self, client: Any, prompt: Prompt) -> Reply:
+        """Send one request for `prompt` and read its reply; raise `ValueError` on a malformed response."""
+        raise NotImplementedError
+
+    def sampling(self) -> Mapping[str, Any]:
+        """The identity-bearing request settings (temperature sent, response mode…) for `describe`."""
+        return {}
+
+    def describe(self) -> Mapping[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            **self.sampling(),
+            "max_tokens": self.max_tokens,
+            "base_url": public_url(self.base_url),
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "max_concurrency": self.max_concurrency,
+        }
+
+    @property
+    def client(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    module = importlib.import_module(self.sdk)
+                except ImportError as error:
+                    raise ImportError(
+                        f"the {self.provider} provider needs the `{self.sdk}` package: pip install {self.sdk}"
+                    ) from error
+                key = read_api_key(self.api_key_env, self.provider, self.model)
+                self._client = (module, self.make_client(module, key))
+            return self._client
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        module, client = self.client
+        with endpoint_slots(self.provider, self.base_url or "", self.max_concurrency):
+            try:
+                return self.request(client, prompt)
+            except module.APIStatusError as error:
+                if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
+                    hint = parse_retry_after(error.response.headers.get("retry-after"))
+                    raise TransientError(
+                        f"{self.provider} HTTP {error.status_code}: {error}", retry_after=hint
+                    ) from error
+                raise RuntimeError(self.explain(error)) from error
+            except module.APIConnectionError as error:
+                raise TransientError(f"{self.provider} connection failed: {error}") from error
+            except (json.JSONDecodeError, ValueError) as error:
+                raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
+
+    def explain(self, error: Any) -> str:
+        """A permanent HTTP failure, with the usual fix for the common statuses."""
+        hints = {
+            400: "the server rejected the request; check model settings such as temperature or response mode",
+            401: f"the key in {self.api_key_env} was refused",
+            403: f"the key in {self.api_key_env} may not use this model",
+            404: f"model {self.model!r} or the base_url path is unknown to the server",
+        }
+        hint = hints.get(error.status_code, "not retried")
+        return f"{self.provider} HTTP {error.status_code} for model {self.model!r}: {error} ({hint})"

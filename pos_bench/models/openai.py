@@ -1,0 +1,114 @@
+"""Any OpenAI-compatible chat-completions server through the official `openai` SDK: OpenAI itself, vLLM,
+SGLang, Ollama, the llama.cpp server, and the paper backbones' endpoints (DashScope, Moonshot, Zhipu).
+
+A prompt's JSON schema is passed natively as `response_format` (`json_schema`, which vLLM, SGLang, Ollama
+and llama.cpp turn into a grammar), or as the plain `json_object` mode for endpoints that only offer that.
+The reply is validated by the caller (`pos_bench.structured`, `pos_bench.parse`), never here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pos_bench.models.endpoint import RemoteModel
+from pos_bench.types import Prompt, Reply, Usage
+
+ResponseMode = Literal["json_schema", "json_object", "none"]
+
+
+class OpenAIModel(RemoteModel):
+    sdk = "openai"
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        temperature: float | None = 0.0,
+        max_tokens: int = 4096,
+        response_mode: ResponseMode = "json_schema",
+        strict_schema: bool = False,
+        extra_body: Mapping[str, Any] | None = None,
+        token_limit_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        timeout: float = 120.0,
+        max_concurrency: int = 8,
+    ):
+        """
+        Args:
+            temperature: sent as is; `None` leaves it to the server (reasoning models refuse it).
+            response_mode: how a prompt's schema is sent; `none` sends no `response_format` at all.
+            strict_schema: OpenAI's strict structured outputs, which need every property required and
+                `additionalProperties: false`; open-weight servers constrain decoding either way.
+            extra_body: extra request fields a server understands, e.g. switching provider thinking off.
+            token_limit_field: OpenAI's current models take `max_completion_tokens`; most other servers
+                only know `max_tokens`.
+        """
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            max_tokens=max_tokens,
+        )
+        if response_mode not in ("json_schema", "json_object", "none"):
+            raise ValueError(
+                f"model.response_mode must be json_schema, json_object or none, got {response_mode!r}"
+            )
+        self.temperature = temperature
+        self.response_mode = response_mode
+        self.strict_schema = strict_schema
+        self.extra_body = dict(extra_body or {})
+        self.token_limit_field = token_limit_field
+
+    def sampling(self) -> Mapping[str, Any]:
+        return {
+            "temperature_sent": self.temperature,
+            "response_mode": self.response_mode,
+            "strict_schema": self.strict_schema,
+            "extra_body": self.extra_body,
+        }
+
+    def make_client(self, module: Any, api_key: str) -> Any:
+        return module.OpenAI(api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+
+    def response_format(self, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None or self.response_mode == "none":
+            return None
+        if self.response_mode == "json_object":
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": dict(schema), "strict": self.strict_schema},
+        }
+
+    def request(self, client: Any, prompt: Prompt) -> Reply:
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        response_format = self.response_format(prompt.schema)
+        if response_format is not None:
+            options["response_format"] = response_format
+        if self.extra_body:
+            options["extra_body"] = self.extra_body
+        completion = client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": m.role, "content": m.content} for m in prompt.messages],
+            **{self.token_limit_field: prompt.max_tokens or self.max_tokens},
+            **options,
+        )
+        if not completion.choices:
+            raise ValueError("the completion has no choices")
+        text = completion.choices[0].message.content
+        if text is None:
+            raise ValueError(
+                f"the completion has no text (finish_reason={completion.choices[0].finish_reason})"
+            )
+        usage = completion.usage
+        return Reply(
+            text=text,
+            usage=Usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0, 1),
+        )

@@ -1,0 +1,119 @@
+"""One retry policy for every remote call: exponential backoff with jitter, `Retry-After` honoured, a bounded
+total. The SDKs' own retries are off (`max_retries=0`), so attempts never multiply.
+
+Providers raise `TransientError` for what is worth another attempt (rate limits, timeouts, connection errors,
+5xx, a malformed body); everything else propagates at once. When the budget is spent the call fails with
+`RetryBudgetExhausted`, which the runner records as that episode's error (resumable with
+`runner.retry_errors=true`), never the run's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import tenacity
+from tenacity import RetryCallState, RetryError
+
+from pos_bench.protocols import Model
+from pos_bench.types import Prompt, Reply
+
+
+class TransientError(RuntimeError):
+    """A failed attempt that may succeed if repeated. `retry_after` is the server's hint in seconds."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class RetryBudgetExhausted(RuntimeError):
+    """Every allowed attempt failed; the message names the last failure."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    """Attempts per call, the first included."""
+    max_seconds: float = 600.0
+    """Total time one call may spend retrying before it gives up."""
+    initial_wait: float = 1.0
+    """First backoff in seconds; it doubles per attempt, plus up to `jitter` seconds."""
+    max_wait: float = 60.0
+    """Cap on one backoff."""
+    jitter: float = 1.0
+    max_retry_after: float = 120.0
+    """Cap on a server's `Retry-After`, so a bad header cannot stall an episode for hours."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"retry.max_attempts must be ≥ 1, got {self.max_attempts}")
+        for name in ("max_seconds", "initial_wait", "max_wait", "jitter", "max_retry_after"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"retry.{name} must be ≥ 0, got {getattr(self, name)}")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a `Retry-After` header (delta-seconds form; an HTTP date is ignored)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+class WaitRetryAfter:
+    """tenacity `wait`: the server's `Retry-After` (capped) when it sent one, else exponential backoff."""
+
+    def __init__(self, policy: RetryPolicy):
+        self.cap = policy.max_retry_after
+        self.backoff = tenacity.wait_exponential_jitter(
+            initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
+        )
+
+    def __call__(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, TransientError) and error.retry_after is not None:
+            return min(error.retry_after, self.cap)
+        return self.backoff(state)
+
+
+class Retrying:
+    """Wraps a model so each call is retried under `policy`."""
+
+    def __init__(
+        self,
+        model: Model,
+        policy: RetryPolicy = RetryPolicy(),
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.inner = model
+        self.name = model.name
+        self.policy = policy
+        self._sleep = sleep
+
+    def describe(self) -> Mapping[str, Any]:
+        return {**self.inner.describe(), "retry": asdict(self.policy)}
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(TransientError),
+            wait=WaitRetryAfter(self.policy),
+            stop=tenacity.stop_after_attempt(self.policy.max_attempts)
+            | tenacity.stop_after_delay(self.policy.max_seconds),
+            sleep=self._sleep,
+        )
+        try:
+            return retrying(self.inner.generate, prompt, role=role)
+        except RetryError as gave_up:
+            attempt = gave_up.last_attempt
+            raise RetryBudgetExhausted(
+                f"model call ({role}) failed {attempt.attempt_number} times; last error: {attempt.exception()}. "
+                "The episode is recorded as an error; rerun with runner.retry_errors=true to play it again "
+                "(cached calls are free), or raise retry.max_attempts / retry.max_seconds."
+            ) from attempt.exception()
