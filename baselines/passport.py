@@ -183,6 +183,7 @@ class SituationPassport(MethodBase):
                 "malformed_replies",
                 "auditor_calls",
                 "auditor_failures",
+                "health_conflicts",
                 "model_findings",
                 "auditor_findings",
                 "rule_findings",
@@ -311,6 +312,7 @@ class SituationPassport(MethodBase):
                 "next": self.constraint.text if self.constraint else None,
             },
             "gap_kept": self._gap_kept(),
+            "health_conflict": bool(reply.health and reply.health.progress and reply.health.stall),
             "citations": reply.citations,
             "malformed": reply.problems,
         }
@@ -344,7 +346,8 @@ class SituationPassport(MethodBase):
             return "kept" if self.constraint else None
         if self.recent:
             self.recent[-1]["progress"] = "yes" if health.progress else "no"
-        if health.progress:
+        if health.progress:  # progress wins over a stall declared in the same breath
+            self.counts["health_conflicts"] += int(health.stall)
             if self.constraint is None:
                 return None
             self.constraint = None

@@ -110,7 +110,9 @@ def test_declared_stall_puts_the_constraint_in_the_next_prompt_until_progress():
     prompts = agent_prompts(log)
     assert "CONSTRAINT" not in prompts[1]
     assert "CONSTRAINT (from step 1)" in prompts[2]
-    assert 'do not repeat the action that left it unchanged ("look")' in prompts[2]  # the action the stall was judged on
+    assert (
+        'do not repeat the action that left it unchanged ("look")' in prompts[2]
+    )  # the action the stall was judged on
     assert "new evidence" in prompts[2]
     assert "where the apple is" in prompts[2]
     assert "CONSTRAINT" in prompts[3]  # no progress yet: still in force
@@ -206,3 +208,11 @@ def test_auditor_config_extends_passport():
         cfg = compose("config", overrides=["method=passport_auditor", "bench=toy", "model=scripted"])
     method = instantiate(cfg.method, _convert_="all")(model=ScriptedModel())
     assert isinstance(method, SituationPassport) and method.auditor
+
+
+def test_progress_declared_with_a_stall_wins_and_is_flagged():
+    both = {"progress": True, "stall": True, "movement": "frozen", "stuck_on": "none"}
+    result, log = run([reply(both)], max_turns=2)
+    assert "CONSTRAINT" not in agent_prompts(log)[1]
+    assert records(log)[0]["health_conflict"] is True
+    assert result.report["health_conflicts"] == 2 and result.report["stalls_declared"] == 0
