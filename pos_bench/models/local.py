@@ -87,7 +87,8 @@ def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int)
 
 
 def server_params(weights: Path, *, n_threads: int, n_ctx: int, seed: int, port: int = 0) -> Any:
-    """llama.cpp server parameters for the embedded model (greedy defaults; requests may override)."""
+    """llama.cpp server parameters for the embedded model (temperature 0, i.e. greedy, unless a request
+    sets its own)."""
     try:
         import xllamacpp
     except ImportError as error:
@@ -104,7 +105,6 @@ def server_params(weights: Path, *, n_threads: int, n_ctx: int, seed: int, port:
     params.warmup = False
     params.verbosity = 0
     params.sampling.temp = 0.0
-    params.sampling.top_k = 1
     params.sampling.seed = seed
     return params
 
