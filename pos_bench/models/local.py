@@ -4,7 +4,8 @@ llama.cpp through `xllamacpp`, greedy and single-threaded (SPEC-BENCH §7).
 Replies with a schema are constrained by llama.cpp's JSON-schema decoding. A 135M model tends to repeat
 itself inside a free string until the token budget runs out, which would cut the JSON short; the schema
 is therefore tightened before decoding (`bounded_schema`): free strings and arrays get an upper size, and
-whitespace is compact, so a reply always closes within the budget. Runs on this model are labelled smoke.
+whitespace is compact, so a policy reply closes within a few hundred tokens (the thought is at most
+`max_string_chars` characters). Runs on this model are labelled smoke.
 """
 
 from __future__ import annotations
