@@ -72,7 +72,7 @@ class WaitRetryAfter:
     def __init__(self, policy: RetryPolicy):
         self.cap = policy.max_retry_after
         self.backoff = tenacity.wait_exponential_jitter(
-            initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
+            multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter
         )
 
     def __call__(self, state: RetryCallState) -> float:

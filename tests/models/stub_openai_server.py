@@ -165,7 +165,7 @@ class StubOpenAI(StubServer):
     """`POST /v1/chat/completions` with usage counted as characters / 4."""
 
     def respond(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
-        if not path.endswith("/chat/completions"):
+        if path != "/v1/chat/completions":
             return 404, self.error_body(f"no route {path}")
         text = self.answer(body)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))

@@ -1,0 +1,166 @@
+"""Response cache: keys, modes, replay without a provider, sharing between threads."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from pos_bench.models.cache import CacheConfig, Cached, CacheMiss, Replayed
+from pos_bench.models.openai import OpenAIModel
+from pos_bench.models.roles import build_model
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.types import Message, Prompt, Reply, Usage
+from tests.models.stub_openai_server import StubOpenAI
+
+PROMPT = Prompt((Message("system", "s"), Message("user", "Choose.\n- look\n- go to shelf 1")), max_tokens=32)
+
+
+class Echo:
+    """Answers with a counter, so a cached answer is told apart from a fresh one."""
+
+    def __init__(self, **identity):
+        self.identity = {"provider": "test", "model": "echo", **identity}
+        self.name = "echo"
+        self.calls = 0
+
+    def describe(self):
+        return self.identity
+
+    def generate(self, prompt, *, role="agent"):
+        self.calls += 1
+        return Reply(f"answer {self.calls}", Usage(10, 2, 1))
+
+
+class Unreachable(Echo):
+    def generate(self, prompt, *, role="agent"):
+        raise AssertionError("replay must not reach the provider")
+
+
+def cached(model, tmp_path, mode="read_write"):
+    return Cached(model, CacheConfig(mode=mode, path=str(tmp_path / "cache.sqlite")))
+
+
+def test_read_write_answers_a_repeat_from_the_cache(tmp_path):
+    echo = Echo()
+    first = cached(echo, tmp_path).generate(PROMPT)
+    again = cached(echo, tmp_path).generate(PROMPT)
+    assert (first.text, first.cached) == ("answer 1", False)
+    assert (again.text, again.cached, again.usage) == ("answer 1", True, Usage(10, 2, 1))
+    assert echo.calls == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "other"},
+        {"temperature_sent": 0.7},
+        {"runtime": "llama.cpp 2", "weights_sha256": "abc"},
+    ],
+)
+def test_identity_fields_change_the_key(tmp_path, change):
+    cached(Echo(), tmp_path).generate(PROMPT)
+    other = Echo(**change)
+    assert cached(other, tmp_path).generate(PROMPT).cached is False
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        Prompt(PROMPT.messages[:1], max_tokens=32),
+        Prompt(PROMPT.messages, max_tokens=64),
+        Prompt(PROMPT.messages, schema={"type": "object"}, max_tokens=32),
+    ],
+)
+def test_request_fields_change_the_key(tmp_path, prompt):
+    cached(Echo(), tmp_path).generate(PROMPT)
+    assert cached(Echo(), tmp_path).generate(prompt).cached is False
+
+
+def test_operational_fields_do_not_change_the_key(tmp_path):
+    cached(Echo(base_url="http://a:1/v1", api_key_env="A", timeout=5, max_concurrency=2), tmp_path).generate(
+        PROMPT
+    )
+    moved = Echo(base_url="https://b/v1", api_key_env="B", timeout=60, max_concurrency=64)
+    assert cached(moved, tmp_path).generate(PROMPT).cached is True
+
+
+def test_replay_miss_raises_naming_the_request_and_never_calls_the_provider(tmp_path):
+    cached(Echo(), tmp_path).generate(PROMPT)
+    replay = cached(Unreachable(), tmp_path, mode="replay")
+    assert replay.generate(PROMPT).text == "answer 1"
+    with pytest.raises(CacheMiss, match=r"replay cache miss.*role belief.*'echo'.*go to shelf 1"):
+        replay.generate(PROMPT.extended(Message("user", "go to shelf 1")), role="belief")
+
+
+def test_record_always_calls_and_overwrites(tmp_path):
+    echo = Echo()
+    cached(echo, tmp_path).generate(PROMPT)
+    assert cached(echo, tmp_path, mode="record").generate(PROMPT).text == "answer 2"
+    assert cached(echo, tmp_path).generate(PROMPT).text == "answer 2"
+
+
+def test_off_and_uncacheable_models_leave_no_file(tmp_path):
+    cached(Echo(), tmp_path, mode="off").generate(PROMPT)
+    cached(ScriptedModel(), tmp_path).generate(PROMPT)
+    assert not (tmp_path / "cache.sqlite").exists()
+
+
+def test_threads_share_one_file(tmp_path):
+    echo = Echo()
+    prompts = [PROMPT.extended(Message("user", str(i % 5))) for i in range(40)]
+    replies: list[Reply] = []
+    lock = threading.Lock()
+
+    def worker(chunk):
+        for p in chunk:
+            reply = cached(echo, tmp_path).generate(p)
+            with lock:
+                replies.append((p, reply.text))
+
+    threads = [threading.Thread(target=worker, args=(prompts[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(replies) == 40
+    by_prompt: dict = {}
+    for p, text in replies:
+        by_prompt.setdefault(p.messages[-1].content, set()).add(text)
+    assert all(len(texts) == 1 for texts in by_prompt.values())  # every worker saw the stored answer
+
+
+def test_replayed_takes_the_recorded_identity_from_run_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANTED_KEY", "sk-planted-in-env")
+    cfg = {
+        "model": {"_target_": "tests.models.test_cache.Echo", "temperature_sent": 0.0},
+        "cache": {"mode": "read_write", "path": str(tmp_path / "cache.sqlite")},
+    }
+    recorded = build_model(cfg)
+    recorded.generate(PROMPT)
+    (tmp_path / "run.json").write_text(json.dumps({"model": recorded.describe()}))
+    replayed = build_model(
+        {**cfg, "model": {"_target_": "pos_bench.models.cache.Replayed", "run": str(tmp_path)}}
+    )
+    assert replayed.generate(PROMPT) == Reply("answer 1", Usage(10, 2, 1), cached=True)
+    assert replayed.describe()["replayed_from"] == str(tmp_path)
+    with pytest.raises(CacheMiss, match=f"the run at {tmp_path} never made"):
+        replayed.generate(PROMPT.extended(Message("user", "more")))
+
+
+def test_replayed_needs_a_recorded_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="model.run"):
+        Replayed(str(tmp_path / "absent"))
+
+
+def test_recorded_over_http_replays_with_the_server_gone(tmp_path, monkeypatch):
+    key = "sk-planted-cache-key-42"
+    monkeypatch.setenv("STUB_KEY", key)
+    with StubOpenAI() as stub:
+        live = OpenAIModel("stub-model", base_url=f"{stub.url}/v1", api_key_env="STUB_KEY", timeout=0.5)
+        first = cached(live, tmp_path).generate(PROMPT)
+    elsewhere = OpenAIModel("stub-model", base_url="http://127.0.0.1:9/v1", api_key_env="UNSET_VARIABLE")
+    again = cached(elsewhere, tmp_path, mode="replay").generate(PROMPT)
+    assert (again.text, again.usage) == (first.text, first.usage)
+    assert all(key.encode() not in f.read_bytes() for f in tmp_path.iterdir())  # the WAL file included

@@ -1,0 +1,171 @@
+"""The OpenAI-compatible provider through the real `openai` SDK, over HTTP, against the loopback stub."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from pydantic import BaseModel
+
+from pos_bench.models.openai import OpenAIModel
+from pos_bench.models.retry import RetryBudgetExhausted, Retrying, RetryPolicy, TransientError
+from pos_bench.structured import ask
+from pos_bench.types import Message, Prompt
+from tests.models.stub_openai_server import StubOpenAI
+
+KEY = "sk-test-planted-0123456789"
+FAST = RetryPolicy(initial_wait=0.01, max_wait=0.05, jitter=0.0)
+
+
+@pytest.fixture
+def stub():
+    with StubOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv("STUB_OPENAI_KEY", KEY)
+
+
+def model(stub: StubOpenAI, **kwargs) -> OpenAIModel:
+    options = {"base_url": f"{stub.url}/v1", "api_key_env": "STUB_OPENAI_KEY", "timeout": 0.5, **kwargs}
+    return OpenAIModel("stub-model", **options)
+
+
+def policy_prompt(schema=None) -> Prompt:
+    return Prompt(
+        (Message("system", "You act in a house."), Message("user", "Choose.\n- look\n- open fridge 1")),
+        schema=schema,
+        max_tokens=64,
+    )
+
+
+class Pick(BaseModel):
+    thought: str
+    action: str
+
+
+def test_reply_text_and_usage_come_from_the_server(stub):
+    reply = model(stub).generate(policy_prompt())
+    assert json.loads(reply.text)["action"] in ("look", "open fridge 1")
+    sent = stub.requests[0]
+    assert reply.usage.input_tokens > 0 and reply.usage.output_tokens > 0 and reply.usage.calls == 1
+    assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+    assert sent["max_tokens"] == 64 and sent["temperature"] == 0.0
+    assert stub.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+def test_schema_goes_natively_as_response_format(stub):
+    schema = Pick.model_json_schema()
+    model(stub).generate(policy_prompt(schema))
+    model(stub, response_mode="json_object").generate(policy_prompt(schema))
+    model(stub, response_mode="none").generate(policy_prompt(schema))
+    model(stub).generate(policy_prompt())
+    formats = [r.get("response_format") for r in stub.requests]
+    assert formats[0] == {
+        "type": "json_schema",
+        "json_schema": {"name": "reply", "schema": schema, "strict": False},
+    }
+    assert formats[1] == {"type": "json_object"}
+    assert formats[2] is None and formats[3] is None
+
+
+def test_preset_fields_reach_the_server(stub):
+    chosen = model(
+        stub,
+        temperature=None,
+        extra_body={"enable_thinking": False},
+        token_limit_field="max_completion_tokens",
+    )
+    chosen.generate(policy_prompt())
+    sent = stub.requests[0]
+    assert "temperature" not in sent and sent["enable_thinking"] is False
+    assert sent["max_completion_tokens"] == 64 and "max_tokens" not in sent
+
+
+def test_structured_ask_returns_a_typed_object(stub):
+    result = ask(model(stub), policy_prompt(), Pick, role="belief")
+    assert isinstance(result, Pick) and result.action in ("look", "open fridge 1")
+    assert stub.requests[0]["response_format"]["json_schema"]["schema"] == Pick.model_json_schema()
+
+
+def test_missing_key_fails_at_the_first_call_with_the_variable_name(stub, monkeypatch):
+    monkeypatch.delenv("STUB_OPENAI_KEY")
+    built = model(stub)  # building never needs the key
+    assert built.describe()["api_key_env"] == "STUB_OPENAI_KEY"
+    with pytest.raises(RuntimeError, match="STUB_OPENAI_KEY"):
+        built.generate(policy_prompt())
+    assert stub.requests == []
+
+
+def test_local_servers_need_no_key(stub, monkeypatch):
+    monkeypatch.delenv("STUB_OPENAI_KEY")
+    model(stub, api_key_env=None).generate(policy_prompt())
+    assert stub.headers[0]["authorization"] == "Bearer not-needed"
+
+
+def test_describe_names_the_variable_never_the_key(stub):
+    built = OpenAIModel(
+        "m", base_url=f"http://user:secret@{stub.url[7:]}/v1?token=abc", api_key_env="STUB_OPENAI_KEY"
+    )
+    text = json.dumps(built.describe())
+    assert KEY not in text and "secret" not in text and "token=abc" not in text
+    assert built.describe()["base_url"] == f"{stub.url}/v1"
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "hang", "malformed"])
+def test_each_fault_is_transient_and_retried_to_success(stub, fault):
+    stub.faults.push(fault, fault)
+    raw = model(stub)
+    with pytest.raises(TransientError):
+        raw.generate(policy_prompt())
+    reply = Retrying(raw, FAST).generate(policy_prompt())
+    assert json.loads(reply.text)["thought"] == "stub step"
+    assert len(stub.requests) == 3
+
+
+def test_retry_after_is_honoured(stub):
+    stub.faults.retry_after = "7"
+    stub.faults.push("429")
+    slept: list[float] = []
+    Retrying(model(stub), FAST, sleep=slept.append).generate(policy_prompt())
+    assert slept == [7.0]
+
+
+def test_a_spent_budget_fails_the_call_with_the_last_error(stub):
+    stub.faults.push(*["500"] * 5)
+    with pytest.raises(RetryBudgetExhausted, match="3 times.*HTTP 500"):
+        Retrying(model(stub), RetryPolicy(max_attempts=3, initial_wait=0.0, jitter=0.0)).generate(
+            policy_prompt()
+        )
+    assert len(stub.requests) == 3
+
+
+def test_client_errors_are_not_retried(stub):
+    wrong_path = OpenAIModel("m", base_url=f"{stub.url}/nowhere", api_key_env="STUB_OPENAI_KEY", timeout=0.5)
+    with pytest.raises(RuntimeError, match="HTTP 404"):
+        Retrying(wrong_path, FAST).generate(policy_prompt())
+    assert len(stub.requests) == 1
+
+
+def test_requests_in_flight_stay_under_max_concurrency(stub):
+    stub.delay = 0.05
+    errors: list[BaseException] = []
+
+    def episode():
+        try:
+            model(stub, max_concurrency=2).generate(
+                policy_prompt()
+            )  # a model per episode, as the runner does
+        except BaseException as error:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=episode) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(stub.requests) == 8
+    assert stub.max_in_flight == 2
