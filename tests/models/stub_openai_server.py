@@ -37,18 +37,23 @@ def pick_listed_action(body: Mapping[str, Any]) -> str:
 
 @dataclass
 class Faults:
-    """Faults to inject, consumed one per request in arrival order; `"ok"` answers normally."""
+    """Faults to inject, consumed one per request in arrival order; `"ok"` answers normally. `rule`, when set,
+    picks a fault from the request body first (a fault that follows one episode, whatever the thread order)."""
 
     queue: deque[str] = field(default_factory=deque)
     retry_after: str = "0"
     hang_seconds: float = 2.0
+    rule: Callable[[Mapping[str, Any]], str | None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def push(self, *faults: str) -> None:
         with self.lock:
             self.queue.extend(faults)
 
-    def next(self) -> str:
+    def next(self, body: Mapping[str, Any]) -> str:
+        chosen = self.rule(body) if self.rule else None
+        if chosen:
+            return chosen
         with self.lock:
             return self.queue.popleft() if self.queue else "ok"
 
@@ -109,7 +114,7 @@ class StubServer:
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         size = int(handler.headers.get("Content-Length", 0))
         body = json.loads(handler.rfile.read(size) or b"{}")
-        fault = self.faults.next()
+        fault = self.faults.next(body)
         with self._lock:
             self.requests.append(body)
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
