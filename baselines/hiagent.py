@@ -162,7 +162,8 @@ class HiAgent(MethodBase):
             obs,
             sections,
             [self._retrieve_offer()],
-            extra_fields={"subgoal": (str | None, None)},
+            # With no subgoal open one must be stated now, so the schema requires it; later it is optional.
+            extra_fields={"subgoal": (str | None, None) if self.subgoals else (str, ...)},
             max_repairs=self.max_json_retries,
         )
 

@@ -90,6 +90,12 @@ def test_a_new_subgoal_hides_retrieved_detail_again():
     assert "(retrieved)" not in last and "You are not carrying anything." not in last
 
 
+def test_the_schema_requires_a_subgoal_only_while_none_is_open():
+    _, log = run(TWO_SUBGOALS, max_turns=2)
+    first, second = (c["prompt"]["schema"] for c in agent_calls(log))
+    assert "subgoal" in first["required"] and "subgoal" not in second["required"]
+
+
 def test_retrievals_are_capped_per_turn():
     replies = [
         act("inventory", "a"),
