@@ -23,7 +23,6 @@ STOPWORDS = frozenset(
 """Words that carry no content when comparing gap targets (§3.2)."""
 
 _WORD = re.compile(r"\w+")
-_SPACE = re.compile(r"\s+")
 
 
 class Gap(BaseModel):
@@ -44,7 +43,7 @@ class GapPointer(BaseModel):
 
 def norm(text: str) -> str:
     """NFKC, casefold, whitespace runs collapsed to one space, stripped."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())  # str.split: any Unicode space
 
 
 def tokens(text: str) -> frozenset[str]:

@@ -52,30 +52,41 @@ class Snapshot:
     epistemic_ids: tuple[str, ...] = ()
     achievement_ids: tuple[str, ...] = ()
     frontier: Mapping[str, str] | None = None
+    memo: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Optional per-episode cache of canonical strings and tokens shared by successive snapshots, so an
+    unchanged record is normalised once per episode rather than once per step."""
 
     @cached_property
     def index(self) -> _WorldIndex:
         """Canonical strings and match tokens, computed once per snapshot (a snapshot never changes)."""
-        return _WorldIndex(self.world)
+        return _WorldIndex(self.world, {} if self.memo is None else self.memo)
 
 
 class _WorldIndex:
-    def __init__(self, world: Mapping[str, Mapping[str, Mapping[str, Any]]]):
-        self.canonical = {
-            kind: {
-                i: norm(json.dumps(dict(r), sort_keys=True, ensure_ascii=False))
-                for i, r in world[kind].items()
-            }
-            for kind in KINDS
-        }
+    def __init__(self, world: Mapping[str, Mapping[str, Mapping[str, Any]]], memo: dict[str, Any]):
+        def canonical(record: Mapping[str, Any]) -> str:
+            key = repr(sorted(record.items()))  # cheap cache key; the value is the spec's normalised JSON
+            if key not in memo:
+                memo[key] = norm(json.dumps(dict(record), sort_keys=True, ensure_ascii=False))
+            return memo[key]
+
+        def toks(text: str) -> frozenset[str]:
+            key = "\0" + text  # a JSON object text never starts with NUL, so keys cannot collide
+            if key not in memo:
+                memo[key] = tokens(text)
+            return memo[key]
+
+        self.canonical = {kind: {i: canonical(r) for i, r in world[kind].items()} for kind in KINDS}
         self.entity_tokens = {
-            i: tokens(f"{e['name']} {e['entity_type']}") for i, e in world["entities"].items()
+            i: toks(f"{e['name']} {e['entity_type']}") for i, e in world["entities"].items()
         }
-        self.states = {i: (s["entity_id"], tokens(s["description"])) for i, s in world["states"].items()}
+        self.states = {i: (s["entity_id"], toks(s["description"])) for i, s in world["states"].items()}
         self.relations = {
-            i: (r["source_id"], r["target_id"], tokens(r["description"]))
-            for i, r in world["relations"].items()
+            i: (r["source_id"], r["target_id"], toks(r["description"])) for i, r in world["relations"].items()
         }
+
+        self.projections: dict[frozenset[str] | None, dict[str, frozenset[str]]] = {}
+        """Projections already computed for a focus (the Active Gap rarely changes between steps)."""
 
     def full(self) -> dict[str, frozenset[str]]:
         return {kind: frozenset(self.canonical[kind].values()) for kind in KINDS}
@@ -128,8 +139,12 @@ def focus_tokens(gap: Mapping[str, str] | None) -> frozenset[str] | None:
 def project(snapshot: Snapshot, focus: frozenset[str] | None) -> dict[str, frozenset[str]]:
     """Canonical records of the gap-relevant part of a world (§10.4); the whole world when focus is None."""
     idx = snapshot.index
-    if focus is None:
-        return idx.full()
+    if focus not in idx.projections:
+        idx.projections[focus] = idx.full() if focus is None else _project(idx, focus)
+    return idx.projections[focus]
+
+
+def _project(idx: _WorldIndex, focus: frozenset[str]) -> dict[str, frozenset[str]]:
     entities = {i for i, toks in idx.entity_tokens.items() if toks & focus}
     states = {i for i, (owner, toks) in idx.states.items() if owner in entities or toks & focus}
     entities |= {idx.states[s][0] for s in states}

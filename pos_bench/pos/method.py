@@ -86,6 +86,7 @@ class Pos(MethodBase):
         self.health = BeliefHealth(health_threshold=self.trapping.health_threshold)
         self.directive: RecoveryDirective | None = None
         self.belief_text = ""
+        self.memo: dict[str, Any] = {}
 
     # --- episode start (§5.2) -------------------------------------------------------------------------
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
@@ -266,6 +267,7 @@ class Pos(MethodBase):
             tuple(self.current_ids["epistemic"]),
             tuple(self.current_ids["achievement"]),
             final.active_gap.model_dump() if final.active_gap else None,
+            memo=self.memo,
         )
 
     # --- progress lane (§8) ---------------------------------------------------------------------------
