@@ -73,6 +73,9 @@ class AnthropicModel(RemoteModel):
             "structured": "forced_tool" if self.structured else "prompt",
         }
 
+    def client_settings(self) -> tuple[Any, ...]:
+        return (*super().client_settings(), self.api_version)
+
     def make_client(self, module: Any, api_key: str) -> Any:
         headers = {"anthropic-version": self.api_version} if self.api_version else None
         return module.Anthropic(

@@ -20,9 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Mapping
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -92,38 +92,41 @@ def describe_request(key: str, model_identity: Mapping[str, Any], prompt: Prompt
 
 
 class ResponseStore:
-    """The SQLite file behind the cache."""
+    """The SQLite file behind the cache: one connection per thread, commits without fsync (WAL with
+    `synchronous=NORMAL` stays consistent if a run is killed; only a power cut may lose the newest replies)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._ready = False
+        self._local = threading.local()
 
     def _connect(self) -> sqlite3.Connection:
-        if not self._ready:
+        db = getattr(self._local, "db", None)
+        if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=60)
-        if not self._ready:
+            db = sqlite3.connect(self.path, timeout=60)
             db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
                 "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL)"
             )
             db.commit()
-            self._ready = True
+            self._local.db = db
         return db
 
     def get(self, key: str) -> Reply | None:
-        with closing(self._connect()) as db:
-            row = db.execute(
-                "SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,)
-            ).fetchone()
+        row = (
+            self._connect()
+            .execute("SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,))
+            .fetchone()
+        )
         if row is None:
             return None
         return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> None:
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-        with closing(self._connect()) as db, db:
+        with self._connect() as db:
             db.execute(
                 f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -138,8 +141,7 @@ class ResponseStore:
             )
 
     def __len__(self) -> int:
-        with closing(self._connect()) as db:
-            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
 class Cached:

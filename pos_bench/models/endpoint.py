@@ -7,6 +7,7 @@ The `openai` and `anthropic` SDKs are generated from the same template, so both 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -25,7 +26,8 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 """Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
 
 _SLOTS: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
-_SLOTS_LOCK = threading.Lock()
+_CLIENTS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 def endpoint_slots(kind: str, base_url: str, limit: int) -> threading.BoundedSemaphore:
@@ -35,7 +37,7 @@ def endpoint_slots(kind: str, base_url: str, limit: int) -> threading.BoundedSem
     one cap. With `runner.backend=loky` every worker process has its own cap, so prefer `threading` for remote
     endpoints (episodes there mostly wait on the network).
     """
-    with _SLOTS_LOCK:
+    with _SHARED_LOCK:
         return _SLOTS.setdefault((kind, base_url, limit), threading.BoundedSemaphore(limit))
 
 
@@ -95,8 +97,6 @@ class RemoteModel:
         self.timeout = timeout
         self.max_concurrency = max_concurrency
         self.max_tokens = max_tokens
-        self._client: Any = None
-        self._client_lock = threading.Lock()
 
     def make_client(self, module: Any, api_key: str) -> Any:
         """Build the SDK client with `max_retries=0` and `timeout=self.timeout`."""
@@ -122,19 +122,26 @@ class RemoteModel:
             "max_concurrency": self.max_concurrency,
         }
 
+    def client_settings(self) -> tuple[Any, ...]:
+        """What distinguishes one SDK client from another; equal settings share a client."""
+        return (self.provider, self.base_url, self.api_key_env, self.timeout)
+
     @property
-    def client(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
+    def client(self) -> tuple[Any, Any]:
+        """The SDK module and a client, built at the first call and shared per endpoint within the process
+        (SDK clients are thread-safe, and building one costs tens of milliseconds of TLS setup)."""
+        key = read_api_key(self.api_key_env, self.provider, self.model)
+        settings = (*self.client_settings(), hashlib.sha256(key.encode()).hexdigest())
+        with _SHARED_LOCK:
+            if settings not in _CLIENTS:
                 try:
                     module = importlib.import_module(self.sdk)
                 except ImportError as error:
                     raise ImportError(
                         f"the {self.provider} provider needs the `{self.sdk}` package: pip install {self.sdk}"
                     ) from error
-                key = read_api_key(self.api_key_env, self.provider, self.model)
-                self._client = (module, self.make_client(module, key))
-            return self._client
+                _CLIENTS[settings] = (module, self.make_client(module, key))
+            return _CLIENTS[settings]
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         module, client = self.client

@@ -86,6 +86,8 @@ class StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do: no TCP handshake per request
+
             def do_POST(self) -> None:
                 stub._handle(self)
 
