@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from baselines.raw import action_json
 from pos_bench.prompting import policy_prompt, render_observation
@@ -65,19 +65,24 @@ DONE_NOTE = (
 )
 
 
-class CitedFact(BaseModel):
+class _Reply(BaseModel):
+    # Closed objects: a schema-constrained decoder then cannot wander into keys nobody asked for.
+    model_config = ConfigDict(extra="forbid")
+
+
+class CitedFact(_Reply):
     fact: str
     rounds: list[int] = Field(description="audited rounds whose reports verified this fact")
 
 
-class TaskState(BaseModel):
+class TaskState(_Reply):
     completed: list[CitedFact]
     incomplete: list[str]
     blockers: list[str]
     untrusted: list[str]
 
 
-class ManagerPlan(BaseModel):
+class ManagerPlan(_Reply):
     task_state: TaskState
     contract: str
     next: Literal["act", "done", "blocked"]
@@ -86,12 +91,12 @@ class ManagerPlan(BaseModel):
     related_rounds: list[int]
 
 
-class VerifiedFact(BaseModel):
+class VerifiedFact(_Reply):
     fact: str
     step: int = Field(description="the numbered observation of this round that shows the fact")
 
 
-class AuditReport(BaseModel):
+class AuditReport(_Reply):
     status: Literal["complete", "incomplete", "blocked"]
     integrity: Literal["clean", "suspect", "violation"]
     contract_audit: Literal["aligned", "unknown", "needs_revision", "invalid"]
