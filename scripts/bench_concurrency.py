@@ -20,13 +20,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pos_bench.runner import run  # noqa: E402
-from tests.models.stub_openai_server import StubOpenAI  # noqa: E402
+from pos_bench.runner import run
+from tests.models.stub_openai_server import StubOpenAI
 
 
 def config(args: argparse.Namespace, model: dict, jobs: int, cache: dict) -> dict:
     return {
-        "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": args.episodes, "max_turns": args.turns},
+        "bench": {
+            "_target_": "pos_bench.benchmarks.toy.ToyBenchmark",
+            "n_tasks": args.episodes,
+            "max_turns": args.turns,
+        },
         "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
         "model": model,
         "roles": {},
@@ -46,13 +50,17 @@ def timed(cfg: dict, run_dir: Path) -> tuple[float, list[dict]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--turns", type=int, default=5, help="toy max_turns; every episode uses them all")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds the stub waits before answering")
     parser.add_argument("--jobs", type=int, default=64, help="runner.n_jobs (threads) for the parallel run")
     parser.add_argument("--max-concurrency", type=int, default=64, help="model.max_concurrency")
-    parser.add_argument("--skip-serial", action="store_true", help="skip the 1-worker run (episodes × its time)")
+    parser.add_argument(
+        "--skip-serial", action="store_true", help="skip the 1-worker run (episodes × its time)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("BENCH_STUB_KEY", "sk-bench-not-a-real-key")
     importlib.import_module("openai")  # a one-time cost of seconds, kept out of the timed runs
@@ -71,9 +79,14 @@ def main() -> None:
         longest = max(r["usage"]["agent"]["calls"] for r in rows)
         critical = longest * args.delay
         figures.update(
-            episodes=len(rows), calls=sum(r["usage"]["agent"]["calls"] for r in rows), longest_episode_calls=longest,
-            critical_path_s=round(critical, 3), parallel_jobs=args.jobs, parallel_wall_s=round(wall, 3),
-            parallel_over_critical=round(wall / critical, 3), server_max_in_flight=stub.max_in_flight,
+            episodes=len(rows),
+            calls=sum(r["usage"]["agent"]["calls"] for r in rows),
+            longest_episode_calls=longest,
+            critical_path_s=round(critical, 3),
+            parallel_jobs=args.jobs,
+            parallel_wall_s=round(wall, 3),
+            parallel_over_critical=round(wall / critical, 3),
+            server_max_in_flight=stub.max_in_flight,
         )
         if not args.skip_serial:
             serial, _ = timed(config(args, model, 1, {"mode": "off"}), root / "serial")
@@ -81,7 +94,8 @@ def main() -> None:
     replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(root / "parallel")}
     replay_wall, _ = timed(config(args, replay, 1, cache), root / "replay")
     figures.update(
-        replay_wall_s=round(replay_wall, 3), replay_over_parallel=round(replay_wall / wall, 4),
+        replay_wall_s=round(replay_wall, 3),
+        replay_over_parallel=round(replay_wall / wall, 4),
         replay_per_episode_ms=round(1000 * replay_wall / len(rows), 2),
     )
     print(json.dumps(figures, indent=1))
