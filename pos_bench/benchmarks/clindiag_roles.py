@@ -104,6 +104,15 @@ class Verdict(BaseModel):
     reason: str = ""
 
 
+VERDICT_SCHEMA = {
+    **Verdict.model_json_schema(),
+    "required": ["diagnosis_correct", "differential_hit", "reason"],
+    "additionalProperties": False,
+}
+"""What the judge is asked for: all three keys and nothing else (constrained decoders then cannot wander off);
+validation itself tolerates extra keys and a missing reason."""
+
+
 # ---- provider -------------------------------------------------------------------------------------
 
 
@@ -250,7 +259,7 @@ class LLMJudge:
         )
         prompt = Prompt(
             messages=(Message("system", JUDGE_RULES), Message("user", case)),
-            schema=Verdict.model_json_schema(),
+            schema=VERDICT_SCHEMA,
             max_tokens=512,
         )
         verdict = ask(self.model, prompt, Verdict, role="benchmark_judge", max_repairs=self.max_repairs)

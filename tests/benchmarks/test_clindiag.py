@@ -427,6 +427,7 @@ def test_llm_provider_and_judge_use_their_roles_and_see_only_what_they_should(be
     for call in provider_calls:
         assert answer["diagnostic_reasoning"][:80] not in json.dumps(call["prompt"], ensure_ascii=False)
     judge_calls = [e for e in log.of_kind("call") if e["role"] == "benchmark_judge"]
+    assert judge_calls[0]["prompt"]["schema"]["additionalProperties"] is False
     assert (
         len(judge_calls) == 1
         and answer["final_diagnosis"] in judge_calls[0]["prompt"]["messages"][1]["content"]
