@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from pos_bench.analysis.tables import DEFAULT_BACKBONES, run_column  # noqa: E402
+from pos_bench.analysis.tables import DEFAULT_BACKBONES, run_column
 
 ABLATIONS = ("pos", "pos_no_consistency", "pos_no_trapping", "pos_generic_recovery")
 

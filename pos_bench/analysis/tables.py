@@ -8,8 +8,8 @@ smoke-test model keeps its `smoke` label in every column name, so it is never mi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pandas as pd
 
