@@ -240,12 +240,13 @@ class LongHorizonHarness(MethodBase):
         )
 
     def _admit(self, plan: ManagerPlan) -> ManagerPlan:
-        """Enforce the ledger rule on a manager plan: completed facts must cite audited rounds, and `done`
-        needs an audit header complete / clean / aligned."""
+        """Enforce the ledger rule on a manager plan: completed facts must cite rounds whose audit verified
+        facts (others are demoted to untrusted), and `done` needs an audit header complete / clean / aligned."""
+        verified_rounds = {f.round for f in self.ledger}
         completed: list[CitedFact] = []
         demoted: list[str] = []
         for item in plan.task_state.completed:
-            rounds = [r for r in item.rounds if r in self.audits]
+            rounds = [r for r in item.rounds if r in verified_rounds]
             if rounds:
                 completed.append(CitedFact(fact=item.fact, rounds=rounds))
             else:
