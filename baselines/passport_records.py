@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -17,15 +17,24 @@ Confidence = Literal["high", "medium", "low"]
 Movement = Literal["none", "frozen", "circle", "drift"]
 StuckOn = Literal["none", "knowledge", "action"]
 
+# Length caps live in the JSON schema only: they let a grammar-constrained small model always close its reply
+# (and so reach the action) within the reply budget, while longer text from an unconstrained provider is still
+# accepted rather than thrown away.
+Name = Annotated[str, Field(json_schema_extra={"maxLength": 32})]
+Line = Annotated[str, Field(json_schema_extra={"maxLength": 80})]
+Ref = Annotated[str, Field(json_schema_extra={"maxLength": 24})]
+FEW = 3
+"""Items allowed in the check and citation lists."""
+
 
 class Entity(BaseModel):
     """One passport entry. `confidence` and `source` are None when the short passport switches them off."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str
-    state: str
+    name: Name
+    state: Line
     confidence: Confidence | None = None
-    source: str | None = None
+    source: Ref | None = None
     """The step or observation the state comes from."""
 
 
@@ -33,9 +42,9 @@ class Relation(BaseModel):
     """entity→entity, state→state or entity→state, named by the entries' names or states."""
 
     model_config = ConfigDict(extra="forbid")
-    source: str
-    target: str
-    relation: str
+    source: Name
+    target: Name
+    relation: Name
 
 
 class Passport(BaseModel):
@@ -44,15 +53,15 @@ class Passport(BaseModel):
     model_config = ConfigDict(extra="forbid")
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
-    knowledge_gaps: list[str] = Field(default_factory=list)
-    achievement_gaps: list[str] = Field(default_factory=list)
+    knowledge_gaps: list[Line] = Field(default_factory=list)
+    achievement_gaps: list[Line] = Field(default_factory=list)
 
 
 class ActiveGap(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["knowledge", "achievement"]
-    gap: str
-    reason: str
+    gap: Line
+    reason: Line
     """One line: why this gap is the most valuable now."""
 
 
@@ -75,9 +84,9 @@ class Finding(BaseModel):
     latest observation or other evidence disproves the entry; `unsourced`: a conclusion without a source."""
 
     model_config = ConfigDict(extra="forbid")
-    entry: str
+    entry: Name
     problem: Literal["incompatible", "contradicted", "unsourced"]
-    detail: str = ""
+    detail: Line = ""
 
 
 class AuditReport(BaseModel):
@@ -88,8 +97,6 @@ class AuditReport(BaseModel):
 
 
 def _max_items(n: int) -> Any:
-    # A schema-only cap: it keeps a grammar-constrained small model from listing forever, while a longer
-    # list from an unconstrained provider is still accepted rather than thrown away.
     return Field(default_factory=list, json_schema_extra={"maxItems": n})
 
 
@@ -100,7 +107,8 @@ class ReplyShape:
     confidence: bool = True
     source: bool = True
     active_gaps: int = 1
-    max_entries: int = 12
+    max_entries: int = 6
+    """Schema cap on each passport list (entities, relations, each kind of gap)."""
 
     def __post_init__(self) -> None:
         if self.active_gaps not in (1, 2):
@@ -111,11 +119,11 @@ class ReplyShape:
             raise ValueError(f"max_entries must be ≥ 1, got {self.max_entries}")
 
     def passport_model(self) -> type[BaseModel]:
-        entry: dict[str, Any] = {"name": (str, ...), "state": (str, ...)}
+        entry: dict[str, Any] = {"name": (Name, ...), "state": (Line, ...)}
         if self.confidence:
             entry["confidence"] = (Confidence, ...)
         if self.source:
-            entry["source"] = (str, ...)
+            entry["source"] = (Ref, ...)
         entity = create_model("PassportEntity", __config__=ConfigDict(extra="forbid"), **entry)
         n = self.max_entries
         return create_model(
@@ -123,22 +131,22 @@ class ReplyShape:
             __config__=ConfigDict(extra="forbid"),
             entities=(list[entity], _max_items(n)),
             relations=(list[Relation], _max_items(n)),
-            knowledge_gaps=(list[str], _max_items(n)),
-            achievement_gaps=(list[str], _max_items(n)),
+            knowledge_gaps=(list[Line], _max_items(n)),
+            achievement_gaps=(list[Line], _max_items(n)),
         )
 
     def extra_fields(self) -> dict[str, tuple[Any, Any]]:
         """The reply keys besides thought and action, in the order the model writes them: check, then the
         fixed passport, then health, then the active gap(s) the action serves."""
         return {
-            "check": (list[Finding], _max_items(self.max_entries)),
+            "check": (list[Finding], _max_items(FEW)),
             "passport": (self.passport_model(), ...),
             "health": (Health, ...),
             "active_gaps": (
                 list[ActiveGap],
                 Field(..., min_length=1, json_schema_extra={"maxItems": self.active_gaps}),
             ),
-            "citations": (list[str], _max_items(self.max_entries)),
+            "citations": (list[Name], _max_items(FEW)),
         }
 
 
