@@ -59,7 +59,8 @@ def play(
         if turn == max_turns - 1 and brief.final_turn_note and brief.final_turn_note not in obs.notes:
             obs = dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
         decision = decide(method, model, obs, log, turn)
-        if decision is not None and decision.action is None and meta_in_turn < max_meta_per_turn:
+        is_meta = decision is not None and decision.action is None and decision.meta is not None
+        if is_meta and meta_in_turn < max_meta_per_turn:
             meta_actions += 1
             meta_in_turn += 1
             log.write("meta_action", turn=turn, decision=decision)

@@ -97,3 +97,26 @@ def test_meta_actions_do_not_consume_turns():
 def test_endless_meta_actions_spend_the_turn():
     result, _, _ = run(Glimpser, ['{"thought": "", "action": "glimpse 1"}'], max_turns=2, max_meta_per_turn=2)
     assert result.steps == 0 and result.spent_turns == 2 and result.meta_actions == 4
+
+
+class GivesUp(MethodBase):
+    """A ready decision without an action and without a meta-action: the turn is spent, not a memory op."""
+
+    def __init__(self, model):
+        pass
+
+    def start(self, task, brief, first):
+        pass
+
+    def prompt(self, obs):
+        from pos_bench.types import Decision
+        return Decision(thought="nothing to do", action=None)
+
+    def update(self, step):
+        raise AssertionError("a spent turn is not a transition")
+
+
+def test_a_ready_decision_without_action_spends_the_turn():
+    result, log, _ = run(GivesUp, [], max_turns=3)
+    assert (result.turns, result.steps, result.meta_actions, result.spent_turns) == (3, 0, 0, 3)
+    assert len(log.of_kind("turn_spent")) == 3
