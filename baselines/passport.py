@@ -172,8 +172,8 @@ class SituationPassport(MethodBase):
         self.history: list[dict[str, Any]] = []
         self.last: dict[str, Any] | None = None
         self.audit: dict[str, Any] | None = None
-        self.step = 0
-        """Index of the next policy turn, for the step numbers the passport cites as sources."""
+        self.turn = -1
+        """The current policy turn (one prompt per turn), for the step numbers the passport cites as sources."""
         self.committed_at: int | None = None
         self.counts = dict.fromkeys(
             (
@@ -196,6 +196,7 @@ class SituationPassport(MethodBase):
         self.goal = first.goal
 
     def prompt(self, obs: Observation) -> Prompt:
+        self.turn += 1
         self.audit = self._run_auditor() if self.auditor and self.passport is not None else None
         schema = decision_model(obs, extra_fields=self.shape.extra_fields()).model_json_schema()
         return policy_prompt(
@@ -238,7 +239,7 @@ class SituationPassport(MethodBase):
                 "Previous steps:\n"
                 + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet")
             )
-        sections.append(f"Step {self.step}. Newest observation:\n{render_observation(obs)}")
+        sections.append(f"Step {self.turn}. Newest observation:\n{render_observation(obs)}")
         return sections
 
     def _run_auditor(self) -> dict[str, Any]:
@@ -282,11 +283,10 @@ class SituationPassport(MethodBase):
             return None
         reply = read_reply(step.decision.extra, self.shape)
         shown = self.constraint.text if self.constraint else None
-        findings = self._commit(reply)
+        findings = self._commit(reply, step.turn)
         event = self._health(reply, step)
         action = action_json(step.decision.action)
         self.recent.append({"step": step.turn, "action": action, "progress": "not judged yet"})
-        self.step = step.turn + 1
         self.last = {"before": step.before.text, "action": action, "after": step.after.text}
         if self.history_mode == "full":
             self.history.append(
@@ -317,7 +317,7 @@ class SituationPassport(MethodBase):
             "malformed": reply.problems,
         }
 
-    def _commit(self, reply: PassportReply) -> list[Finding]:
+    def _commit(self, reply: PassportReply, turn: int) -> list[Finding]:
         """Commit the fixed passport; a malformed one leaves the previous passport in force (nothing unchecked
         is ever committed) while the action, already executed by the loop, stands."""
         if reply.problems:
@@ -335,7 +335,7 @@ class SituationPassport(MethodBase):
         )
         self.counts["rule_findings"] += len(findings)
         self.passport, self.changed = passport, changed
-        self.committed_at = self.step
+        self.committed_at = turn
         return findings
 
     def _health(self, reply: PassportReply, step: Step) -> str | None:
