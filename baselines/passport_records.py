@@ -93,7 +93,7 @@ class AuditReport(BaseModel):
     """The independent controller's reply: problems only, no fixes."""
 
     model_config = ConfigDict(extra="forbid")
-    problems: list[Finding]
+    problems: list[Finding] = Field(json_schema_extra={"maxItems": 2 * FEW})
 
 
 def _max_items(n: int) -> Any:
