@@ -1,7 +1,7 @@
 """Overhead figures: the agent loop's own cost per step (scripted model, toy household, no engine) and the
 real ALFWorld engine's reset and step cost on a few games.
 
-    .venv/bin/python scripts/bench_loop.py [--episodes 200] [--games 3]
+    .venv/bin/python scripts/bench_loop.py [--episodes 200] [--games 3] [--start 0]
 """
 
 from __future__ import annotations
@@ -25,63 +25,74 @@ def loop_cost(make_method, episodes: int) -> float:
     for task in bench.tasks():
         model = ScriptedModel()
         with make_method(model) as method:
-            result = play(task, env, method, model, brief=bench.brief, max_turns=bench.max_turns,
-                          log=Transcript(path=None, keep=False))
+            result = play(
+                task,
+                env,
+                method,
+                model,
+                brief=bench.brief,
+                max_turns=bench.max_turns,
+                log=Transcript(path=None, keep=False),
+            )
         steps += result.steps
     return (time.perf_counter() - started) * 1000 / max(steps, 1)
 
 
-def engine_cost(games: int) -> tuple[list[float], list[float], list[float]]:
-    """(reset ms, step ms with the planner, step ms without it) on the first `games` ALFWorld games.
+def engine_cost(games: int, start: int) -> dict[str, list[float]]:
+    """Reset and step milliseconds, with and without the planner, on `games` ALFWorld games from `start`.
 
     The expert's commands are replayed on an env without the planner, so both step figures cover the
     same commands."""
     from pos_bench.benchmarks.alfworld import AlfWorldBenchmark, AlfWorldEnv
 
-    bench = AlfWorldBenchmark(limit=games)
+    bench = AlfWorldBenchmark(start=start, limit=games)
     planned, plain = AlfWorldEnv(bench.text_version, expert_plan=True), AlfWorldEnv(bench.text_version)
-    resets, with_plan, without_plan = [], [], []
+    cost: dict[str, list[float]] = {"reset, planner": [], "step, planner": [], "reset": [], "step": []}
     try:
         for task in bench.tasks():
             started = time.perf_counter()
             obs = planned.reset(task)
-            resets.append((time.perf_counter() - started) * 1000)
+            cost["reset, planner"].append((time.perf_counter() - started) * 1000)
             commands = []
             while not obs.done:
                 commands.append(obs.info["expert_plan"][0])
                 started = time.perf_counter()
                 obs = planned.step(commands[-1])
-                with_plan.append((time.perf_counter() - started) * 1000)
+                cost["step, planner"].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
             plain.reset(task)
+            cost["reset"].append((time.perf_counter() - started) * 1000)
             for command in commands:
                 started = time.perf_counter()
                 plain.step(command)
-                without_plan.append((time.perf_counter() - started) * 1000)
+                cost["step"].append((time.perf_counter() - started) * 1000)
     finally:
         planned.close()
         plain.close()
-    return resets, with_plan, without_plan
+    return cost
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200, help="toy episodes for the loop figure")
     parser.add_argument("--games", type=int, default=3, help="real ALFWorld games for the engine figure")
+    parser.add_argument(
+        "--start", type=int, default=0, help="first game (sorted order; pick_two games are 117-133)"
+    )
     args = parser.parse_args()
-    rows = [
+    loop_rows = [
         ("loop + toy env, expert (no model)", loop_cost(lambda m: Expert(model=m), args.episodes)),
         ("loop + toy env, raw + scripted model", loop_cost(lambda m: RawHistory(model=m), args.episodes)),
     ]
+    print(f"{'what':48} {'mean ms':>10} {'median ms':>10} {'max ms':>10}")
+    for name, ms in loop_rows:
+        print(f"{name:48} {ms:10.3f} {'':>10} {'':>10}")
     if args.games:
-        resets, with_plan, without_plan = engine_cost(args.games)
-        rows += [
-            (f"ALFWorld reset (load game + plan), n={len(resets)}", statistics.median(resets)),
-            (f"ALFWorld step with planner, n={len(with_plan)}", statistics.median(with_plan)),
-            (f"ALFWorld step without planner, n={len(without_plan)}", statistics.median(without_plan)),
-        ]
-    print(f"{'what':48} {'ms':>10}  (loop rows: mean per step; engine rows: median)")
-    for name, ms in rows:
-        print(f"{name:48} {ms:10.3f}")
+        for name, values in engine_cost(args.games, args.start).items():
+            label = f"ALFWorld {name}, n={len(values)}"
+            print(
+                f"{label:48} {statistics.mean(values):10.1f} {statistics.median(values):10.1f} {max(values):10.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -55,7 +55,9 @@ def example(text_version: str) -> str:
             arrival="loc 7", put_here="put ladle 2 in/on sinkbasin 1", put_drawer="put ladle 2 in/on drawer 3"
         )
     return _EXAMPLE.format(
-        arrival="sinkbasin 1", put_here="help, move ladle 2 to sinkbasin 1", put_drawer="move ladle 2 to drawer 3"
+        arrival="sinkbasin 1",
+        put_here="help, move ladle 2 to sinkbasin 1",
+        put_drawer="move ladle 2 to drawer 3",
     )
 
 
@@ -69,7 +71,9 @@ class AlfWorldEnv:
     """One TextWorld game at a time; `reset` loads the task's game file (about a second without the
     planner)."""
 
-    def __init__(self, text_version: str = "2.1.2", *, max_steps: int = ENGINE_STEP_CAP, expert_plan: bool = False):
+    def __init__(
+        self, text_version: str = "2.1.2", *, max_steps: int = ENGINE_STEP_CAP, expert_plan: bool = False
+    ):
         try:
             import textworld
             from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
@@ -169,7 +173,9 @@ class AlfWorldBenchmark:
         self.max_turns = max_turns
         self.text_version = text_version
         self.expert_plan = expert_plan
-        self.brief = Brief(system=SYSTEM, example=example(text_version), mode="execution", policy_max_tokens=512)
+        self.brief = Brief(
+            system=SYSTEM, example=example(text_version), mode="execution", policy_max_tokens=512
+        )
         self._tasks: list[Task] | None = None
 
     def tasks(self) -> list[Task]:
@@ -177,7 +183,8 @@ class AlfWorldBenchmark:
             games = select_games(find_data_root(self.data_dir))
             end = None if self.limit is None else self.start + self.limit
             self._tasks = [
-                Task(id=g.id, source=str(g.gamefile), meta={"task_type": g.task_type}) for g in games[self.start:end]
+                Task(id=g.id, source=str(g.gamefile), meta={"task_type": g.task_type})
+                for g in games[self.start : end]
             ]
         return self._tasks
 

@@ -162,8 +162,8 @@ def _help_blocks() -> tuple[str, str]:
     domain = (data / "alfred.pddl").read_text(encoding="utf-8")
     grammar = (data / "alfred.twl2").read_text(encoding="utf-8")
     start = domain.index("(:action help")
-    pddl = domain[start:domain.index("\n)\n", start) + 3]
-    return pddl, grammar[grammar.index("\naction help {"):]
+    pddl = domain[start : domain.index("\n)\n", start) + 3]
+    return pddl, grammar[grammar.index("\naction help {") :]
 
 
 def patch_to_2_1_2(game: dict) -> dict:
