@@ -137,8 +137,8 @@ class LocalModel:
         max_tokens: int = 512,
         seed: int = 0,
         weights: str | None = None,
-        max_string_chars: int = 240,
-        max_items: int = 16,
+        max_string_chars: int = 120,
+        max_items: int = 4,
     ):
         if n_threads < 1 or n_ctx < 256 or max_tokens < 1 or temperature < 0:
             raise ValueError(
