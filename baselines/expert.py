@@ -24,7 +24,7 @@ class Expert(MethodBase):
         if plan is None:
             raise ValueError(
                 "method=expert needs a benchmark whose observations carry info['expert_plan'] "
-                "(ALFWorld with its planner expert, or bench=toy)"
+                "(bench=alfworld or bench=toy with bench.expert_plan=true, which conf/method/expert.yaml sets)"
             )
         return Decision(thought="follow the expert plan", action=plan[0] if plan else None)
 

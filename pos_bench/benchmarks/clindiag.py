@@ -318,7 +318,10 @@ class ClinDiagBenchmark:
         provider: str = "record",
         judge: str = "rules",
         obs_cap: int = 8000,
+        expert_plan: bool = False,
     ):
+        if expert_plan:
+            raise ValueError("ClinDiag has no expert plan to follow: method=expert runs on bench=alfworld or bench=toy")
         for label, value, choices in (
             ("subset", subset, SUBSET_CHOICES),
             ("provider", provider, tuple(PROVIDERS)),

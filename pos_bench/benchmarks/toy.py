@@ -42,8 +42,9 @@ class _World:
 
 
 class ToyEnv:
-    def __init__(self, text_version: Literal["2.1.1", "2.1.2"] = "2.1.2"):
+    def __init__(self, text_version: Literal["2.1.1", "2.1.2"] = "2.1.2", *, expert_plan: bool = True):
         self.text_version = text_version
+        self.expert_plan = expert_plan
 
     def reset(self, task: Task) -> Observation:
         rng = random.Random(task.source)
@@ -121,7 +122,7 @@ class ToyEnv:
             actions=self._admissible(),
             done=self.won,
             goal=self.goal,
-            info={"won": self.won, "expert_plan": [] if self.won else self._plan()},
+            info={"won": self.won, **({"expert_plan": [] if self.won else self._plan()} if self.expert_plan else {})},
         )
 
     def step(self, action: Action) -> Observation:
@@ -189,6 +190,7 @@ class ToyBenchmark:
         limit: int | None = None,
         max_turns: int = 20,
         text_version: Literal["2.1.1", "2.1.2"] = "2.1.2",
+        expert_plan: bool = True,
     ):
         if text_version not in ("2.1.1", "2.1.2"):
             raise ValueError(f"text_version must be '2.1.1' or '2.1.2', got {text_version!r}")
@@ -197,6 +199,7 @@ class ToyBenchmark:
         self.n_tasks, self.start, self.limit = n_tasks, start, limit
         self.max_turns = max_turns
         self.text_version = text_version
+        self.expert_plan = expert_plan
         self.brief = Brief(system=SYSTEM, example=EXAMPLE)
 
     def tasks(self) -> list[Task]:
@@ -208,4 +211,4 @@ class ToyBenchmark:
         return every[self.start:end]
 
     def make_env(self, model: Model) -> ToyEnv:
-        return ToyEnv(self.text_version)
+        return ToyEnv(self.text_version, expert_plan=self.expert_plan)
