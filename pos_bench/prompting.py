@@ -6,6 +6,7 @@ comparison between methods stays fair (STYLE §1.4).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -89,8 +90,19 @@ def decision_model(
     return create_model("Decision", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-def decision_schema(obs: Observation, **kwargs: Any) -> dict[str, Any]:
-    return decision_model(obs, **kwargs).model_json_schema()
+def decision_schema(obs: Observation, *, meta_actions: Sequence[str] = (), **kwargs: Any) -> dict[str, Any]:
+    """The JSON schema of `decision_model`; the plain reply shape is built once per action set (it is the
+    same dict on every call, so treat it as read-only)."""
+    if kwargs:
+        return decision_model(obs, meta_actions=meta_actions, **kwargs).model_json_schema()
+    choices = tuple(dict.fromkeys([*obs.actions, *meta_actions])) if obs.actions and not obs.tools else None
+    return _plain_schema(choices)
+
+
+@functools.lru_cache(maxsize=512)
+def _plain_schema(choices: tuple[str, ...] | None) -> dict[str, Any]:
+    obs = Observation(text="", actions=choices or (), tools=() if choices else ({},))
+    return decision_model(obs).model_json_schema()
 
 
 def policy_prompt(
