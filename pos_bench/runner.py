@@ -152,6 +152,6 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
             bar.update(1)
             bar.set_postfix(success=result.success, status=result.status)
     wanted = {t.id for t in tasks}
-    summary = summarize([r for r in results.read() if r.task_id in wanted], labels)
+    summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
     write_summary(run_dir / "summary.json", summary)
     return summary

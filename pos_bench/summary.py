@@ -37,13 +37,42 @@ class Summary:
     """Means of the benchmark's per-episode score extras (e.g. differential hit rate)."""
     by_group: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Success rate per value of each task-meta key (e.g. task type, subset)."""
+    cost: Mapping[str, float] = field(default_factory=dict)
+    """Money spent per role over the run, from the optional `prices` table (empty without one)."""
 
 
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-def summarize(results: Iterable[EpisodeResult], labels: Mapping[str, Any]) -> Summary:
+@dataclass(frozen=True)
+class Price:
+    """What a model charges, per million tokens (in whatever currency the table uses)."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def __post_init__(self) -> None:
+        if self.input_per_mtok < 0 or self.output_per_mtok < 0:
+            raise ValueError(f"prices must be ≥ 0, got {self}")
+
+
+def role_cost(usage: Mapping[str, Usage], prices: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Cost per role: `prices` maps a role (or `default`, for every role not listed) to a `Price`."""
+    table = {role: Price(**price) for role, price in prices.items()}
+    cost = {}
+    for role, u in usage.items():
+        price = table.get(role, table.get("default"))
+        if price is not None:
+            cost[role] = (u.input_tokens * price.input_per_mtok + u.output_tokens * price.output_per_mtok) / 1e6
+    return cost
+
+
+def summarize(
+    results: Iterable[EpisodeResult],
+    labels: Mapping[str, Any],
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+) -> Summary:
     results = list(results)
     usage: dict[str, Usage] = {}
     for r in results:
@@ -77,6 +106,7 @@ def summarize(results: Iterable[EpisodeResult], labels: Mapping[str, Any]) -> Su
         usage=usage,
         extras=extras,
         by_group=by_group,
+        cost=role_cost(usage, prices or {}),
     )
 
 
@@ -102,6 +132,9 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
             turns=round(data["mean_turns"], 1),
             tokens_per_ep=round(data["method_tokens_per_episode"]),
         )
+        if data.get("cost"):
+            method_cost = sum(v for k, v in data["cost"].items() if not k.startswith(BENCHMARK_ROLE_PREFIX))
+            row["cost_per_ep"] = round(method_cost / max(data["episodes"], 1), 4)
         row.update({k: round(v, 3) for k, v in data["extras"].items()})
         rows.append(row)
     return pd.DataFrame(rows).to_string(index=False) if rows else "(no runs)"

@@ -117,3 +117,14 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
     for task_id, stamp in stamps.items():
         path = tmp_path / "toy/raw/scripted/episodes" / task_id.replace("/", "__") / "result.json"
         assert path.stat().st_mtime_ns == stamp
+
+
+def test_a_price_table_gives_cost_per_role(tmp_path):
+    cfg = config(RAW, n_tasks=1)
+    cfg["model"] = {"_target_": "pos_bench.models.scripted.ScriptedModel", "default": '{"thought": "", "action": "look"}'}
+    cfg["prices"] = {"default": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}
+    summary = run(cfg, tmp_path, {})
+    usage = summary.usage["agent"]
+    expected = (usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1e6
+    assert summary.cost == {"agent": expected} and expected > 0
+    assert run(config(RAW, n_tasks=1), tmp_path / "free", {}).cost == {}
