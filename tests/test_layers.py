@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 CORE_ALLOWED = {"pos_bench.types", "pos_bench.protocols", "pos_bench.prompting", "pos_bench.parse",
-                "pos_bench.structured"}
+                "pos_bench.structured", "pos_bench.weights"}
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 
 

