@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pos_bench.weights as weights
+from pos_bench import weights
 from pos_bench.types import Prompt, Reply, Usage
 
 RUNTIME = "xllamacpp"
