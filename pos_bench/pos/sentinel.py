@@ -113,10 +113,10 @@ class AuditIssue(BaseModel):
 
 
 class AuditReply(BaseModel):
-    """The schema the auditor is asked for."""
+    """The schema the auditor is asked for: at most one issue (§6.5), so a constrained decoder stops there."""
 
     model_config = ConfigDict(extra="forbid")
-    issues: list[AuditIssue]
+    issues: list[AuditIssue] = Field(max_length=1)
 
 
 class _AuditPayload(BaseModel):
