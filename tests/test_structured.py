@@ -1,0 +1,39 @@
+from pydantic import BaseModel
+
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.structured import StructuredFailure, ask
+from pos_bench.types import Message, Prompt
+
+PROMPT = Prompt(messages=(Message("user", "give me a count"),))
+
+
+class Count(BaseModel):
+    count: int
+
+
+def test_valid_reply_becomes_a_typed_object_and_carries_the_schema():
+    model = ScriptedModel({"belief": ['{"count": 3}']})
+    assert ask(model, PROMPT, Count, role="belief") == Count(count=3)
+    role, sent = model.prompts[0]
+    assert role == "belief" and sent.schema == Count.model_json_schema()
+
+
+def test_invalid_reply_gets_one_repair_quoting_the_error():
+    model = ScriptedModel({"belief": ['{"count": "many"}', '{"count": 4}']})
+    assert ask(model, PROMPT, Count, role="belief", max_repairs=1) == Count(count=4)
+    repair = model.prompts[1][1].messages
+    assert repair[-2].content == '{"count": "many"}' and "schema error" in repair[-1].content
+
+
+def test_semantic_check_and_typed_failure():
+    model = ScriptedModel({"belief": ['{"count": -1}']})
+    result = ask(model, PROMPT, Count, role="belief", max_repairs=2,
+                 check=lambda c: "count must be ≥ 0" if c.count < 0 else None)
+    assert isinstance(result, StructuredFailure)
+    assert result.problem == "count must be ≥ 0" and len(result.replies) == 3
+
+
+def test_no_repairs_means_one_call():
+    model = ScriptedModel({"belief": ["not json"]})
+    assert isinstance(ask(model, PROMPT, Count, role="belief", max_repairs=0), StructuredFailure)
+    assert model.calls == {"belief": 1}

@@ -1,0 +1,37 @@
+from pos_bench.summary import format_table, summarize
+from pos_bench.types import EpisodeResult, Usage
+
+
+def result(task, *, success=False, status="done", steps=3, usage=None, extras=None, meta=None):
+    return EpisodeResult(task_id=task, status=status, success=success, score=float(success), steps=steps,
+                         turns=steps, usage=usage or {}, extras=extras or {}, task_meta=meta or {})
+
+
+def test_errors_count_as_failures_and_are_reported():
+    summary = summarize([result("a", success=True), result("b", status="error", steps=0)], {"method": "raw"})
+    assert (summary.episodes, summary.errors, summary.successes, summary.success_rate) == (2, 1, 1, 0.5)
+
+
+def test_benchmark_roles_stay_out_of_method_tokens():
+    usage = {"agent": Usage(100, 10, 1), "belief": Usage(50, 5, 1), "benchmark_judge": Usage(1000, 100, 1)}
+    summary = summarize([result("a", usage=usage)], {})
+    assert summary.method_tokens_per_episode == 165
+    assert summary.usage["benchmark_judge"] == Usage(1000, 100, 1)
+
+
+def test_extras_are_averaged_and_success_grouped_by_task_meta():
+    results = [
+        result("a", success=True, extras={"differential_hit": True, "note": "x"}, meta={"subset": "rare"}),
+        result("b", extras={"differential_hit": False}, meta={"subset": "rare"}),
+        result("c", success=True, extras={"differential_hit": True}, meta={"subset": "challenging"}),
+    ]
+    summary = summarize(results, {"bench": "clindiag"})
+    assert summary.extras == {"differential_hit": 2 / 3}
+    assert summary.by_group == {"subset": {"challenging": 1.0, "rare": 0.5}}
+    table = format_table([summary])
+    assert "66.7%" in table and "differential_hit" in table and "clindiag" in table
+
+
+def test_empty_run():
+    summary = summarize([], {})
+    assert summary.episodes == 0 and summary.success_rate == 0.0
