@@ -63,10 +63,27 @@ def closing_request(obs: Observation) -> str:
     return f"{REPLY_CONTRACT} {action_rule(obs)}"
 
 
-class _ToolAction(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+def tool_names(obs: Observation) -> tuple[str, ...]:
+    """Names of the observation's function tools (OpenAI tool-spec shape)."""
+    return tuple(t["function"]["name"] for t in obs.tools if isinstance(t.get("function"), Mapping))
+
+
+def _tool_action(names: tuple[str, ...]) -> type[BaseModel]:
+    """A tool call whose name must be one of `names` (any name when there are none)."""
+    name_type: Any = Literal[names] if names else str  # type: ignore[valid-type]
+    return create_model(
+        "ToolAction",
+        __config__=ConfigDict(extra="forbid"),
+        name=(name_type, ...),
+        arguments=(dict[str, Any], Field(default_factory=dict)),
+    )
+
+
+def _choices(obs: Observation, meta_actions: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """The action kind (`command` or `tool`) and the names a reply may use, meta-actions included."""
+    if obs.tools:
+        return "tool", tuple(dict.fromkeys([*tool_names(obs), *meta_actions]))
+    return "command", tuple(dict.fromkeys([*obs.actions, *meta_actions]))
 
 
 def decision_model(
@@ -78,14 +95,15 @@ def decision_model(
 ) -> type[BaseModel]:
     """A pydantic model of the policy reply for this observation.
 
-    Command benchmarks constrain `action` to the admissible list (plus meta-action names), so a
-    schema-constrained model always emits an executable command.
+    Command benchmarks constrain `action` to the admissible list and tool benchmarks the tool name to the
+    available tools (plus meta-action names in both), so a schema-constrained model always emits an
+    executable action.
     """
-    if obs.actions and not obs.tools:
-        choices = tuple(dict.fromkeys([*obs.actions, *meta_actions]))
-        action_type: Any = Literal[choices]  # type: ignore[valid-type]
+    kind, choices = _choices(obs, meta_actions)
+    if kind == "tool":
+        action_type: Any = _tool_action(choices)
     else:
-        action_type = _ToolAction
+        action_type = Literal[choices] if choices else str  # type: ignore[valid-type]
     fields: dict[str, Any] = {thought_key: (str, ...), **(extra_fields or {}), "action": (action_type, ...)}
     return create_model("Decision", __config__=ConfigDict(extra="forbid"), **fields)
 
@@ -95,14 +113,15 @@ def decision_schema(obs: Observation, *, meta_actions: Sequence[str] = (), **kwa
     same dict on every call, so treat it as read-only)."""
     if kwargs:
         return decision_model(obs, meta_actions=meta_actions, **kwargs).model_json_schema()
-    choices = tuple(dict.fromkeys([*obs.actions, *meta_actions])) if obs.actions and not obs.tools else None
-    return _plain_schema(choices)
+    return _plain_schema(*_choices(obs, meta_actions))
 
 
 @functools.lru_cache(maxsize=512)
-def _plain_schema(choices: tuple[str, ...] | None) -> dict[str, Any]:
-    obs = Observation(text="", actions=choices or (), tools=() if choices else ({},))
-    return decision_model(obs).model_json_schema()
+def _plain_schema(kind: str, choices: tuple[str, ...]) -> dict[str, Any]:
+    if kind == "tool":
+        tools = tuple({"type": "function", "function": {"name": n}} for n in choices) or ({},)
+        return decision_model(Observation(text="", tools=tools)).model_json_schema()
+    return decision_model(Observation(text="", actions=choices)).model_json_schema()
 
 
 def policy_prompt(

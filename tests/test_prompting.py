@@ -25,10 +25,13 @@ def test_meta_actions_and_extra_fields_extend_the_schema():
     assert "subgoal" in schema["required"]
 
 
-def test_tool_schema_accepts_any_tool_shape():
+def test_tool_schema_only_admits_available_tool_names():
     obs = Observation(text="", tools=({"type": "function", "function": {"name": "t"}},))
-    model = decision_model(obs)
+    model = decision_model(obs, meta_actions=("glimpse",))
     assert model.model_validate({"thought": "", "action": {"name": "t", "arguments": {"q": 1}}})
+    assert model.model_validate({"thought": "", "action": {"name": "glimpse", "arguments": {}}})
+    with pytest.raises(ValidationError):
+        model.model_validate({"thought": "", "action": {"name": "rm", "arguments": {}}})
 
 
 def test_policy_prompt_layout():
