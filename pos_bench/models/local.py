@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pos_bench.types import Prompt, Reply, Usage
 from pos_bench.weights import embedded_weights as find_embedded_weights
 from pos_bench.weights import file_sha256
-from pos_bench.types import Prompt, Reply, Usage
 
 RUNTIME = "xllamacpp"
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
