@@ -44,6 +44,10 @@ def embedded_weights() -> Path:
         raise LocalModelError(str(error)) from error
 
 
+KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
+"""Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
+
+
 def _bound(node: Any, max_chars: int, max_items: int) -> Any:
     if isinstance(node, list):
         return [_bound(item, max_chars, max_items) for item in node]
@@ -57,8 +61,13 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
     if "array" in types:
         out["maxItems"] = min(out.get("maxItems", max_items), max_items)
     if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is True:
-        # A free-form object (e.g. tool arguments) could nest without end: allow flat scalar values only.
-        out["additionalProperties"] = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+        # A free-form object (e.g. tool arguments) could nest, or grow a key name, without end: allow
+        # short identifier-like keys and flat scalar values only.
+        out.pop("additionalProperties", None)
+        out["patternProperties"] = {
+            KEY_PATTERN: {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+        }
+        out["additionalProperties"] = False
         out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
     return out
 
