@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import threading
+import time
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -53,8 +55,30 @@ def episode_dir(run_dir: Path, task_id: str) -> Path:
     return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
 
 
-def run_episode(cfg: Mapping[str, Any], task: Task, run_dir: Path) -> EpisodeResult:
+def exit_with_parent(parent_pid: int) -> None:
+    """In a worker process, end the worker as soon as the run's main process is gone.
+
+    A run killed with `kill -9` would otherwise leave its workers finishing their episodes (and writing
+    into episode folders that the resumed run is using). One watcher thread per worker process.
+    """
+    if os.getpid() == parent_pid or any(t.name == WATCHER for t in threading.enumerate()):
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name=WATCHER, daemon=True).start()
+
+
+WATCHER = "pos_bench-parent-watcher"
+
+
+def run_episode(cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run."""
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)
     folder = episode_dir(run_dir, task.id)
     shutil.rmtree(folder, ignore_errors=True)  # leftovers of an episode killed mid-way
     log = Transcript(folder / "events.jsonl", keep=False)
@@ -143,7 +167,7 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
     meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
     write_result(run_dir / "run.json", meta)
-    jobs = (delayed(run_episode)(cfg, task, run_dir) for task in todo)
+    jobs = (delayed(run_episode)(cfg, task, run_dir, os.getpid()) for task in todo)
     parallel = Parallel(n_jobs=runner.n_jobs, backend=runner.backend, return_as="generator_unordered")
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not runner.progress, desc="episodes")
     with bar:

@@ -128,3 +128,45 @@ def test_a_price_table_gives_cost_per_role(tmp_path):
     expected = (usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1e6
     assert summary.cost == {"agent": expected} and expected > 0
     assert run(config(RAW, n_tasks=1), tmp_path / "free", {}).cost == {}
+
+
+def children_of(pid: int) -> set[int]:
+    kids = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            kids.update(int(x) for x in f.read().split())
+    return kids
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_do_not_outlive_a_killed_run(tmp_path):
+    cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=8", "bench.max_turns=6", "method=raw",
+           "model=scripted", "+model.delay=0.3", f"results_root={tmp_path}", "runner.progress=false",
+           "runner.n_jobs=2", "runner.backend=loky"]
+    results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+        time.sleep(0.1)
+    workers = children_of(proc.pid)
+    assert workers
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(p) for p in workers):
+        time.sleep(0.2)
+    survivors = [p for p in workers if alive(p)]
+    for p in survivors:
+        os.kill(p, signal.SIGKILL)
+    assert survivors == []
+    subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
+    ids = [r["task_id"] for r in lines(results)]
+    assert sorted(ids) == [f"toy/00{i}" for i in range(8)]
