@@ -179,6 +179,7 @@ class LocalModel:
             "max_tokens": self.max_tokens,
             "max_string_chars": self.max_string_chars,
             "max_items": self.max_items,
+            "free_object_keys": KEY_PATTERN,
             "smoke": True,
         }
 
