@@ -44,6 +44,8 @@ def embedded_weights() -> Path:
         raise LocalModelError(str(error)) from error
 
 
+SCHEMA_BOUNDS = 2
+"""Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
 KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
 """Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
 
@@ -60,13 +62,13 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
         out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
     if "array" in types:
         out["maxItems"] = min(out.get("maxItems", max_items), max_items)
-    if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is True:
-        # A free-form object (e.g. tool arguments) could nest, or grow a key name, without end: allow
-        # short identifier-like keys and flat scalar values only.
-        out.pop("additionalProperties", None)
-        out["patternProperties"] = {
-            KEY_PATTERN: {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
-        }
+    if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is not False:
+        # A free-form object (tool arguments, entity attributes) could nest, or grow a key name, without
+        # end: allow short identifier-like keys and (by default) flat scalar values only.
+        value = out.pop("additionalProperties", True)
+        if not isinstance(value, dict) or not value:
+            value = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+        out["patternProperties"] = {KEY_PATTERN: value}
         out["additionalProperties"] = False
         out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
     return out
@@ -179,7 +181,7 @@ class LocalModel:
             "max_tokens": self.max_tokens,
             "max_string_chars": self.max_string_chars,
             "max_items": self.max_items,
-            "free_object_keys": KEY_PATTERN,
+            "schema_bounds": SCHEMA_BOUNDS,
             "smoke": True,
         }
 

@@ -109,3 +109,17 @@ def test_serve_embedded_speaks_openai_chat_over_loopback():
         assert data["usage"]["completion_tokens"] > 0
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{base_url}/models", timeout=5)
+
+
+def test_free_form_objects_get_short_keys_and_scalar_values():
+    schema = {"type": "object", "properties": {
+        "attributes": {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "arguments": {"type": "object", "additionalProperties": True}}}
+    bounded = bounded_schema(schema, max_chars=50, max_items=3)["properties"]
+    for name in ("attributes", "arguments"):
+        node = bounded[name]
+        assert node["additionalProperties"] is False and node["maxProperties"] == 3
+        ((pattern, value),) = node["patternProperties"].items()
+        assert pattern.endswith("{1,32}$")
+    assert bounded["attributes"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["anyOf"][0]["maxLength"] == 50
+    assert bounded["arguments"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["maxLength"] == 50
