@@ -119,7 +119,7 @@ def test_free_form_objects_get_short_keys_and_scalar_values():
     for name in ("attributes", "arguments"):
         node = bounded[name]
         assert node["additionalProperties"] is False and node["maxProperties"] == 3
-        ((pattern, value),) = node["patternProperties"].items()
+        ((pattern, _value),) = node["patternProperties"].items()
         assert pattern.endswith("{1,32}$")
     assert bounded["attributes"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["anyOf"][0]["maxLength"] == 50
     assert bounded["arguments"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["maxLength"] == 50
