@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator, model_validator
 
 from pos_bench.pos.gaps import GAP_TYPES, Gap, GapPointer, resolve, select_active_gap, stabilise
 
@@ -40,11 +40,19 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _trim_id(value: str) -> str:
+    """Ids are compared without surrounding spaces or list punctuation (a small model writes "e1, ")."""
+    return value.strip().strip(",;").strip()
+
+
+RecordId = Annotated[str, AfterValidator(_trim_id)]
+
+
 class Entity(BaseModel):
     """A concrete thing or actor. Attributes hold stable scalar lookup values only; conditions are States."""
 
     model_config = ConfigDict(extra="forbid")
-    entity_id: str
+    entity_id: RecordId
     entity_type: str
     name: str
     attributes: dict[str, Scalar] = {}
@@ -71,8 +79,8 @@ class State(BaseModel):
     """One condition of one entity."""
 
     model_config = ConfigDict(extra="forbid")
-    state_id: str
-    entity_id: str
+    state_id: RecordId
+    entity_id: RecordId
     description: str
     probability: float = 1.0
     reason: str | None = None
@@ -85,9 +93,9 @@ class Relation(BaseModel):
     """A directed fact between two nodes (entity or state ids)."""
 
     model_config = ConfigDict(extra="forbid")
-    relation_id: str
-    source_id: str
-    target_id: str
+    relation_id: RecordId
+    source_id: RecordId
+    target_id: RecordId
     description: str
     probability: float = 0.5
     reason: str | None = None

@@ -138,3 +138,11 @@ def test_t26_changed_ids():
     )
     got = changed_ids(before.world.to_dict(), after.world.to_dict())
     assert got == {"entities": ["e1"], "states": ["s1", "s9"], "relations": ["r1"]}
+
+
+def test_record_ids_are_trimmed_of_spaces_and_list_punctuation():
+    from pos_bench.pos.belief import Relation, State
+
+    assert State(state_id=" s1 ", entity_id="e1, ", description="open").entity_id == "e1"
+    relation = Relation(relation_id="r1;", source_id=" e1", target_id="s1 ,", description="has")
+    assert (relation.relation_id, relation.source_id, relation.target_id) == ("r1", "e1", "s1")
