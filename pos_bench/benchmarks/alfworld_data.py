@@ -10,15 +10,14 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pos_bench.benchmarks import staging
+
 SPLIT = Path("json_2.1.1") / "valid_unseen"
 TARBALL = "alfworld_json_2.1.1_valid_unseen_134.tar.gz"
-REPO = Path(__file__).resolve().parents[2]
 
 TASK_TYPES = {
     "pick_and_place_simple": "pick_and_place",
@@ -57,13 +56,11 @@ class Game:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "pos_bench" / "alfworld"
+    return staging.cache_root("alfworld")
 
 
 def staged_dir() -> Path:
-    shared = os.environ.get("POS_BENCH_SHARED")
-    return (Path(shared) if shared else REPO.parent / "shared") / "benchmarks" / "alfworld"
+    return staging.staged_dir("alfworld")
 
 
 def _usable(path: Path) -> Path | None:
@@ -104,30 +101,8 @@ def find_data_root(data_dir: str | Path | None) -> Path:
 
 
 def unpack(tarball: Path) -> Path:
-    """Extract `tarball` once into the cache, keyed by its content hash; return the extracted root.
-
-    Extraction goes to a temporary sibling that is renamed into place, so parallel workers or a killed
-    run never leave a half tree behind.
-    """
-    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
-    target = cache_root() / "data" / digest
-    if (target / SPLIT).is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
-    try:
-        with tarfile.open(tarball) as archive:
-            archive.extractall(tmp, filter="data")
-        if not (tmp / SPLIT).is_dir():
-            raise FileNotFoundError(f"{tarball} does not contain {SPLIT}")
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not (target / SPLIT).is_dir():  # someone else's rename must have won
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """Extract `tarball` once into the cache (see `staging.unpack`); return the extracted root."""
+    return staging.unpack(tarball, cache_root(), expect=SPLIT)
 
 
 def select_games(root: Path) -> list[Game]:

@@ -14,19 +14,15 @@ Three layouts are accepted:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
-import tarfile
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from pos_bench.benchmarks import staging
+
 TARBALL = "clindiag_pos604_benchmark_dataset.tar.gz"
 OFFICIAL_ZIP = "Clindiag_Benchmark.zip"
 MANIFEST_NAMES = ("pos_manifest_604.txt", "manifest.txt")
@@ -114,42 +110,16 @@ class Source:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "pos_bench" / "clindiag"
+    return staging.cache_root("clindiag")
 
 
 def staged_dir() -> Path:
-    shared = os.environ.get("POS_BENCH_SHARED")
-    return (Path(shared) if shared else REPO.parent / "shared") / "benchmarks" / "clindiag"
+    return staging.staged_dir("clindiag")
 
 
 def unpack(archive: Path, cache: Path | None = None) -> Path:
-    """Extract a `.tar.gz` or `.zip` once into the cache, keyed by its content hash; return that directory.
-
-    Extraction goes to a temporary sibling renamed into place, so parallel workers or a killed run never
-    leave a half tree behind.
-    """
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
-    target = (cache or cache_root()) / "data" / digest
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
-    try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as bundle:
-                bundle.extractall(tmp)  # zipfile strips absolute paths and `..` components itself
-        else:
-            with tarfile.open(archive) as bundle:
-                bundle.extractall(tmp, filter="data")
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not target.is_dir():  # someone else's rename must have won
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """Extract a `.tar.gz` or `.zip` once into the cache (see `staging.unpack`); return that directory."""
+    return staging.unpack(archive, cache or cache_root())
 
 
 def _archive_in(path: Path) -> Path | None:
