@@ -33,11 +33,15 @@ class RawHistory(MethodBase):
             self.brief.example,
             f"Task: {self.goal}",
             f"Current observation:\n{render_observation(obs)}",
-            "Previous steps:\n" + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet"),
+            self.previous_steps(),
         ]
         return policy_prompt(
             self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens, max_repairs=self.max_json_retries
         )
+
+    def previous_steps(self) -> str:
+        """Every earlier step in full, as a JSON list (the initial observation is not part of it)."""
+        return "Previous steps:\n" + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet")
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is not None:

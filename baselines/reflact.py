@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from baselines.raw import RawHistory
 from baselines.stateact import to_2_1_2, uses_2_1_2
 from pos_bench.prompting import decision_model, policy_prompt, render_observation
-from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
 INSTRUCTION = (
@@ -47,19 +47,13 @@ def render_example(modern: bool) -> str:
     return f"Example episode (task: {EXAMPLE_TASK}):\n" + json.dumps(steps, indent=1, ensure_ascii=False)
 
 
-class ReflAct(MethodBase):
-    def __init__(self, model: Model, *, max_json_retries: int = 2):
-        if max_json_retries < 0:
-            raise ValueError(f"max_json_retries must be ≥ 0, got {max_json_retries}")
-        self.model = model
-        self.max_json_retries = max_json_retries
-        self.history: list[dict[str, Any]] = []
+class ReflAct(RawHistory):
+    """Raw history with a goal-state reflection in place of the thought."""
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         if first.tools:
             raise ValueError("method=reflact needs a command benchmark (ALFWorld or toy); this one uses tools")
-        self.brief = brief
-        self.goal = first.goal
+        super().start(task, brief, first)
 
     def prompt(self, obs: Observation) -> Prompt:
         sections = [
@@ -68,7 +62,7 @@ class ReflAct(MethodBase):
             render_example(uses_2_1_2(obs)),
             f"Task: {self.goal}",
             f"Current observation:\n{render_observation(obs)}",
-            "Previous steps:\n" + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet"),
+            self.previous_steps(),
         ]
         schema = decision_model(obs, thought_key="reflection").model_json_schema()
         return policy_prompt(self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens,
