@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
+
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
 
@@ -91,6 +93,17 @@ def describe_request(key: str, model_identity: Mapping[str, Any], prompt: Prompt
     )
 
 
+def _locked(error: BaseException) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+
+
+@retry(retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True)
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL. On a new file several first connections race for this switch, and SQLite answers
+    the losers "database is locked" at once (its busy timeout does not cover it), so they try again."""
+    db.execute("PRAGMA journal_mode=WAL")
+
+
 class ResponseStore:
     """The SQLite file behind the cache: one connection per thread, commits without fsync (WAL with
     `synchronous=NORMAL` stays consistent if a run is killed; only a power cut may lose the newest replies)."""
@@ -104,7 +117,7 @@ class ResponseStore:
         if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=60)
-            db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "

@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+PATIENT = 30.0
+"""Client timeout (seconds) for tests that inject no hang: far above any loopback answer on a loaded machine."""
+IMPATIENT = 1.0
+"""Client timeout (seconds) for tests that inject a hang; a hang sleeps three times as long."""
+
 Answer = Callable[[Mapping[str, Any]], str]
 """Computes the reply text from the decoded request body."""
 
@@ -42,7 +47,7 @@ class Faults:
 
     queue: deque[str] = field(default_factory=deque)
     retry_after: str = "0"
-    hang_seconds: float = 2.0
+    hang_seconds: float = 3 * IMPATIENT
     rule: Callable[[Mapping[str, Any]], str | None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -12,6 +12,7 @@ from pos_bench.models.retry import Retrying, RetryPolicy
 from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
 from tests.models.stub_anthropic_server import StubAnthropic
+from tests.models.stub_openai_server import IMPATIENT, PATIENT
 
 KEY = "sk-ant-test-planted-0123456789"
 
@@ -34,7 +35,7 @@ def key(monkeypatch):
 
 def model(stub: StubAnthropic, **kwargs) -> AnthropicModel:
     return AnthropicModel(
-        "claude-stub", base_url=stub.url, api_key_env="STUB_ANTHROPIC_KEY", timeout=0.5, **kwargs
+        "claude-stub", base_url=stub.url, api_key_env="STUB_ANTHROPIC_KEY", **{"timeout": PATIENT, **kwargs}
     )
 
 
@@ -112,5 +113,6 @@ def test_missing_key_fails_at_the_first_call(stub, monkeypatch):
 def test_faults_are_retried_like_openai(stub, fault):
     stub.faults.push(fault)
     slept: list[float] = []
-    Retrying(model(stub), RetryPolicy(initial_wait=0.01, jitter=0.0), sleep=slept.append).generate(prompt())
+    impatient = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT)
+    Retrying(impatient, RetryPolicy(initial_wait=0.01, jitter=0.0), sleep=slept.append).generate(prompt())
     assert len(stub.requests) == 2 and len(slept) == 1

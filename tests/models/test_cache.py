@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 
 import pytest
 
-from pos_bench.models.cache import CacheConfig, Cached, CacheMiss, Replayed
+from pos_bench.models.cache import CacheConfig, Cached, CacheMiss, Replayed, ResponseStore
 from pos_bench.models.openai import OpenAIModel
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.types import Message, Prompt, Reply, Usage
-from tests.models.stub_openai_server import StubOpenAI
+from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
 PROMPT = Prompt((Message("system", "s"), Message("user", "Choose.\n- look\n- go to shelf 1")), max_tokens=32)
 
@@ -131,6 +132,26 @@ def test_threads_share_one_file(tmp_path):
     assert all(len(texts) == 1 for texts in by_prompt.values())  # every worker saw the stored answer
 
 
+def test_many_first_connections_to_a_new_file_all_succeed(tmp_path):
+    """Workers that start together race to create the file and switch it to WAL; none may fail."""
+    failures: list[str] = []
+
+    def first_use(store: ResponseStore, i: int) -> None:
+        try:
+            store.put(str(i), "request", Reply("text", Usage(1, 1, 1)), overwrite=False)
+        except sqlite3.Error as error:
+            failures.append(repr(error))
+
+    for trial in range(100):
+        store = ResponseStore(tmp_path / f"fresh{trial}.sqlite")
+        threads = [threading.Thread(target=first_use, args=(store, i)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == [] and len(store) == 6
+
+
 def test_replayed_takes_the_recorded_identity_from_run_json(tmp_path, monkeypatch):
     monkeypatch.setenv("PLANTED_KEY", "sk-planted-in-env")
     cfg = {
@@ -158,7 +179,7 @@ def test_recorded_over_http_replays_with_the_server_gone(tmp_path, monkeypatch):
     key = "sk-planted-cache-key-42"
     monkeypatch.setenv("STUB_KEY", key)
     with StubOpenAI() as stub:
-        live = OpenAIModel("stub-model", base_url=f"{stub.url}/v1", api_key_env="STUB_KEY", timeout=0.5)
+        live = OpenAIModel("stub-model", base_url=f"{stub.url}/v1", api_key_env="STUB_KEY", timeout=PATIENT)
         first = cached(live, tmp_path).generate(PROMPT)
     elsewhere = OpenAIModel("stub-model", base_url="http://127.0.0.1:9/v1", api_key_env="UNSET_VARIABLE")
     again = cached(elsewhere, tmp_path, mode="replay").generate(PROMPT)

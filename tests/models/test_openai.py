@@ -12,7 +12,7 @@ from pos_bench.models.openai import OpenAIModel
 from pos_bench.models.retry import RetryBudgetExhausted, Retrying, RetryPolicy, TransientError
 from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
-from tests.models.stub_openai_server import StubOpenAI
+from tests.models.stub_openai_server import IMPATIENT, PATIENT, StubOpenAI
 
 KEY = "sk-test-planted-0123456789"
 FAST = RetryPolicy(initial_wait=0.01, max_wait=0.05, jitter=0.0)
@@ -30,7 +30,7 @@ def key(monkeypatch):
 
 
 def model(stub: StubOpenAI, **kwargs) -> OpenAIModel:
-    options = {"base_url": f"{stub.url}/v1", "api_key_env": "STUB_OPENAI_KEY", "timeout": 0.5, **kwargs}
+    options = {"base_url": f"{stub.url}/v1", "api_key_env": "STUB_OPENAI_KEY", "timeout": PATIENT, **kwargs}
     return OpenAIModel("stub-model", **options)
 
 
@@ -118,7 +118,7 @@ def test_describe_names_the_variable_never_the_key(stub):
 @pytest.mark.parametrize("fault", ["429", "500", "hang", "malformed"])
 def test_each_fault_is_transient_and_retried_to_success(stub, fault):
     stub.faults.push(fault, fault)
-    raw = model(stub)
+    raw = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT)
     with pytest.raises(TransientError):
         raw.generate(policy_prompt())
     reply = Retrying(raw, FAST).generate(policy_prompt())
@@ -144,7 +144,7 @@ def test_a_spent_budget_fails_the_call_with_the_last_error(stub):
 
 
 def test_client_errors_are_not_retried(stub):
-    wrong_path = OpenAIModel("m", base_url=f"{stub.url}/nowhere", api_key_env="STUB_OPENAI_KEY", timeout=0.5)
+    wrong_path = OpenAIModel("m", base_url=f"{stub.url}/nowhere", api_key_env="STUB_OPENAI_KEY", timeout=PATIENT)
     with pytest.raises(RuntimeError, match="HTTP 404"):
         Retrying(wrong_path, FAST).generate(policy_prompt())
     assert len(stub.requests) == 1
