@@ -28,8 +28,8 @@ MANAGER_SYSTEM = (
     "You are the manager of a long task carried out by an executor in rounds of a few actions. You plan; you "
     "never act. You keep the task state: a fact counts as completed only when an auditor report verified it, "
     "and you cite that round. An executor's claim that no audit confirmed is untrusted, never completed. Each "
-    "round you assign one subtask that changes one thing in the world. Route \"done\" only when an audit header "
-    "read complete / clean / aligned and its evidence covers every requirement of the task; \"blocked\" when "
+    'round you assign one subtask that changes one thing in the world. Route "done" only when an audit header '
+    'read complete / clean / aligned and its evidence covers every requirement of the task; "blocked" when '
     "no subtask can make progress. Reply with one JSON object only."
 )
 
@@ -173,7 +173,9 @@ class LongHorizonHarness(MethodBase):
         role_max_tokens: int = 2048,
     ):
         if steps_per_round < 1 or (max_rounds is not None and max_rounds < 1):
-            raise ValueError(f"need steps_per_round ≥ 1 and max_rounds ≥ 1 or null; got {steps_per_round}, {max_rounds}")
+            raise ValueError(
+                f"need steps_per_round ≥ 1 and max_rounds ≥ 1 or null; got {steps_per_round}, {max_rounds}"
+            )
         if min(history_clip_chars, executor_output_clip_chars, role_max_tokens) < 1:
             raise ValueError("history_clip_chars, executor_output_clip_chars and role_max_tokens must be ≥ 1")
         if header_repair_calls < 0 or max_json_retries < 0:
@@ -211,9 +213,12 @@ class LongHorizonHarness(MethodBase):
         if self.plan is not None:
             state = self.plan.task_state
             cited = [f"- {c.fact} (rounds {', '.join(map(str, c.rounds))})" for c in state.completed]
-            for title, items in (("Completed", cited), ("Incomplete", [f"- {x}" for x in state.incomplete]),
-                                 ("Blockers / risks", [f"- {x}" for x in state.blockers]),
-                                 ("Untrusted (not verified)", [f"- {x}" for x in state.untrusted])):
+            for title, items in (
+                ("Completed", cited),
+                ("Incomplete", [f"- {x}" for x in state.incomplete]),
+                ("Blockers / risks", [f"- {x}" for x in state.blockers]),
+                ("Untrusted (not verified)", [f"- {x}" for x in state.untrusted]),
+            ):
                 if items:
                     lines.append(f"{title}:\n" + "\n".join(items))
         return "\n".join(lines)
@@ -223,16 +228,24 @@ class LongHorizonHarness(MethodBase):
         return clip_tail(text, self.history_clip_chars) if text else "none yet"
 
     def _manager_prompt(self, index: int) -> Prompt:
-        budget = f"at most {self.max_rounds} rounds" if self.max_rounds else "no round limit; the turn budget ends the episode"
+        budget = (
+            f"at most {self.max_rounds} rounds"
+            if self.max_rounds
+            else "no round limit; the turn budget ends the episode"
+        )
         sections = [
-            f"Task: {self.goal}", CONTRACT_RULES, FINAL_STATE_GUARD,
+            f"Task: {self.goal}",
+            CONTRACT_RULES,
+            FINAL_STATE_GUARD,
             f"Current contract: {self.plan.contract if self.plan else 'none yet (write it)'}",
             f"Previous task state:\n{self._state_text()}",
             f"Auditor reports by round:\n{self._audit_history()}",
             "Harness feedback: " + (" ".join(self.feedback) or "none"),
             f"This is round {index} ({budget}); a round is at most {self.steps_per_round} executor actions.",
-            ("Reply with the JSON object: task_state {completed: [{fact, rounds}], incomplete, blockers, untrusted}, "
-            "contract, next (act / done / blocked), subtask, acceptance_criteria, related_rounds."),
+            (
+                "Reply with the JSON object: task_state {completed: [{fact, rounds}], incomplete, blockers, untrusted}, "
+                "contract, next (act / done / blocked), subtask, acceptance_criteria, related_rounds."
+            ),
         ]
         return Prompt(
             messages=(Message("system", MANAGER_SYSTEM), Message("user", "\n\n".join(sections))),
@@ -252,13 +265,20 @@ class LongHorizonHarness(MethodBase):
             else:
                 demoted.append(item.fact)
         self.counts["uncited_facts_demoted"] += len(demoted)
-        state = plan.task_state.model_copy(update={"completed": completed, "untrusted": plan.task_state.untrusted + demoted})
+        state = plan.task_state.model_copy(
+            update={"completed": completed, "untrusted": plan.task_state.untrusted + demoted}
+        )
         route = plan.next
-        clean = any((r.status, r.integrity, r.contract_audit) == ("complete", "clean", "aligned") for r in self.audits.values())
+        clean = any(
+            (r.status, r.integrity, r.contract_audit) == ("complete", "clean", "aligned")
+            for r in self.audits.values()
+        )
         if route == "done" and not clean:
             route = "act"
             self.counts["done_overruled"] += 1
-            self.feedback.append("Your last 'done' was overruled: no audit header reads complete / clean / aligned.")
+            self.feedback.append(
+                "Your last 'done' was overruled: no audit header reads complete / clean / aligned."
+            )
         related = [r for r in plan.related_rounds if r in self.audits]
         return plan.model_copy(update={"task_state": state, "next": route, "related_rounds": related})
 
@@ -271,13 +291,20 @@ class LongHorizonHarness(MethodBase):
             self.counts["manager_calls"] += 1
             if isinstance(reply, StructuredFailure):
                 self.counts["manager_failures"] += 1
-                self.feedback = [*feedback, f"Your previous reply was unusable ({reply.problem[:200]}); the old plan was kept."]
+                self.feedback = [
+                    *feedback,
+                    f"Your previous reply was unusable ({reply.problem[:200]}); the old plan was kept.",
+                ]
             else:
                 self.plan = self._admit(reply)
         if self.plan is None:
             self.plan = ManagerPlan(
                 task_state=TaskState(completed=[], incomplete=[self.goal], blockers=[], untrusted=[]),
-                contract="", next="act", subtask=self.goal, acceptance_criteria=[], related_rounds=[],
+                contract="",
+                next="act",
+                subtask=self.goal,
+                acceptance_criteria=[],
+                related_rounds=[],
             )
         return Round(self.rounds, self.plan, obs.text)
 
@@ -299,15 +326,23 @@ class LongHorizonHarness(MethodBase):
             EXECUTOR_RULES,
             f"Audited task state:\n{self._state_text()}",
             f"Contract: {plan.contract or 'none yet'}",
-            (f"Subtask (round {self.round.index}, action {self.round.turns} of at most {self.steps_per_round}): "
-            f"{plan.subtask}\nAcceptance criteria:\n{criteria}"),
+            (
+                f"Subtask (round {self.round.index}, action {self.round.turns} of at most {self.steps_per_round}): "
+                f"{plan.subtask}\nAcceptance criteria:\n{criteria}"
+            ),
             DONE_NOTE if plan.next == "done" else "",
             f"Related audit reports:\n{clip_tail(related, self.history_clip_chars)}" if related else "",
-            "This round's steps so far:\n" + (json.dumps(pairs, indent=1, ensure_ascii=False) if pairs else "none yet"),
+            "This round's steps so far:\n"
+            + (json.dumps(pairs, indent=1, ensure_ascii=False) if pairs else "none yet"),
             f"Current observation:\n{render_observation(obs)}",
         ]
-        return policy_prompt(self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens,
-                             max_repairs=self.max_json_retries)
+        return policy_prompt(
+            self.brief,
+            obs,
+            sections,
+            max_tokens=self.brief.policy_max_tokens,
+            max_repairs=self.max_json_retries,
+        )
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is None or self.round is None:
@@ -330,18 +365,24 @@ class LongHorizonHarness(MethodBase):
         criteria = "; ".join(current.plan.acceptance_criteria) or "none given"
         related = "\n\n".join(render_audit(i, self.audits[i]) for i in current.plan.related_rounds)
         sections = [
-            f"Task: {self.goal}", FINAL_STATE_GUARD,
+            f"Task: {self.goal}",
+            FINAL_STATE_GUARD,
             f"Current task state (background only, not evidence):\n{self._state_text()}",
             f"Contract: {current.plan.contract or 'none'}",
             f"Subtask of round {current.index}: {current.plan.subtask}\nAcceptance criteria: {criteria}",
             f"Executor output (its claims):\n{clip_tail(claims, self.executor_output_clip_chars)}",
             f"Raw observations of this round ([0] is where the round started):\n{observations}",
             f"Related audit reports:\n{related}" if related else "",
-            ("Reply with the JSON object: status, integrity, contract_audit, verified_facts [{fact, step}] (step = "
-            "the numbered observation showing the fact), evidence (short quotes), gaps, state_update."),
+            (
+                "Reply with the JSON object: status, integrity, contract_audit, verified_facts [{fact, step}] (step = "
+                "the numbered observation showing the fact), evidence (short quotes), gaps, state_update."
+            ),
         ]
         return Prompt(
-            messages=(Message("system", AUDITOR_SYSTEM), Message("user", "\n\n".join(s for s in sections if s))),
+            messages=(
+                Message("system", AUDITOR_SYSTEM),
+                Message("user", "\n\n".join(s for s in sections if s)),
+            ),
             max_tokens=self.role_max_tokens,
         )
 
@@ -352,8 +393,13 @@ class LongHorizonHarness(MethodBase):
             self.counts["unaudited_steps"] += len(current.pairs)
             return {"round": current.index, "audit": None, "reason": "past max_rounds"}
         before = self.model.calls["auditor"]
-        report = ask(self.model, self._auditor_prompt(current), AuditReport, role="auditor",
-                     max_repairs=self.header_repair_calls)
+        report = ask(
+            self.model,
+            self._auditor_prompt(current),
+            AuditReport,
+            role="auditor",
+            max_repairs=self.header_repair_calls,
+        )
         self.counts["auditor_calls"] += 1
         self.counts["auditor_repairs"] += self.model.calls["auditor"] - before - 1
         if isinstance(report, StructuredFailure):
@@ -371,9 +417,19 @@ class LongHorizonHarness(MethodBase):
         pending = len(self.round.pairs) if self.round is not None else 0
         return {
             "rounds": self.rounds,
-            **{k: self.counts[k] for k in ("manager_calls", "manager_failures", "auditor_calls", "auditor_repairs",
-                                           "audit_failures", "uncited_facts_rejected", "uncited_facts_demoted",
-                                           "done_overruled")},
+            **{
+                k: self.counts[k]
+                for k in (
+                    "manager_calls",
+                    "manager_failures",
+                    "auditor_calls",
+                    "auditor_repairs",
+                    "audit_failures",
+                    "uncited_facts_rejected",
+                    "uncited_facts_demoted",
+                    "done_overruled",
+                )
+            },
             "manager_repairs": self.model.calls["manager"] - self.counts["manager_calls"],
             "unaudited_steps": self.counts["unaudited_steps"] + pending,
             "verified_facts": [f"[round {f.round}, step {f.step}] {f.fact}" for f in self.ledger],

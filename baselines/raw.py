@@ -13,7 +13,9 @@ from pos_bench.types import Brief, Observation, Prompt, Step, Task, ToolCall
 
 
 def action_json(action: Any) -> Any:
-    return {"name": action.name, "arguments": dict(action.arguments)} if isinstance(action, ToolCall) else action
+    return (
+        {"name": action.name, "arguments": dict(action.arguments)} if isinstance(action, ToolCall) else action
+    )
 
 
 class RawHistory(MethodBase):
@@ -36,18 +38,27 @@ class RawHistory(MethodBase):
             self.previous_steps(),
         ]
         return policy_prompt(
-            self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens, max_repairs=self.max_json_retries
+            self.brief,
+            obs,
+            sections,
+            max_tokens=self.brief.policy_max_tokens,
+            max_repairs=self.max_json_retries,
         )
 
     def previous_steps(self) -> str:
         """Every earlier step in full, as a JSON list (the initial observation is not part of it)."""
-        return "Previous steps:\n" + (json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet")
+        return "Previous steps:\n" + (
+            json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet"
+        )
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is not None:
             self.history.append(
-                {"thought": step.decision.thought, "action": action_json(step.decision.action),
-                 "observation": step.after.text}
+                {
+                    "thought": step.decision.thought,
+                    "action": action_json(step.decision.action),
+                    "observation": step.after.text,
+                }
             )
         return None
 

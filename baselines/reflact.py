@@ -25,19 +25,39 @@ INSTRUCTION = (
 # A fictional episode in 2.1.1 text: (reflection, action, observation) per turn.
 EXAMPLE_TASK = "put a clean spoon in drawer."
 EXAMPLE_TURNS = (
-    (("I am in the middle of the room holding nothing; plan: find a spoon, clean it at the sinkbasin, then put "
-     "it in the drawer, starting with the countertop."), "go to countertop 1",
-     "You arrive at loc 2. On the countertop 1, you see a spoon 3, and a bowl 1."),
-    ("I am at countertop 1 holding nothing and a spoon 3 is here, the object my goal needs.",
-     "take spoon 3 from countertop 1", "You pick up the spoon 3 from the countertop 1."),
-    ("I hold spoon 3 but it is not clean yet, so the sinkbasin comes before the drawer.", "go to sinkbasin 1",
-     "You arrive at loc 5. On the sinkbasin 1, you see nothing."),
-    ("I am at sinkbasin 1 holding the unclean spoon 3; cleaning it here satisfies the first half of the goal.",
-     "clean spoon 3 with sinkbasin 1", "You clean the spoon 3 using the sinkbasin 1."),
-    ("I hold a clean spoon 3; only placing it in the drawer remains.", "go to drawer 1",
-     "You arrive at loc 1. On the drawer 1, you see a fork 2."),
-    ("I am at drawer 1 holding the clean spoon 3, so putting it here completes the goal.",
-     "put spoon 3 in/on drawer 1", "You put the spoon 3 in/on the drawer 1."),
+    (
+        (
+            "I am in the middle of the room holding nothing; plan: find a spoon, clean it at the sinkbasin, then put "
+            "it in the drawer, starting with the countertop."
+        ),
+        "go to countertop 1",
+        "You arrive at loc 2. On the countertop 1, you see a spoon 3, and a bowl 1.",
+    ),
+    (
+        "I am at countertop 1 holding nothing and a spoon 3 is here, the object my goal needs.",
+        "take spoon 3 from countertop 1",
+        "You pick up the spoon 3 from the countertop 1.",
+    ),
+    (
+        "I hold spoon 3 but it is not clean yet, so the sinkbasin comes before the drawer.",
+        "go to sinkbasin 1",
+        "You arrive at loc 5. On the sinkbasin 1, you see nothing.",
+    ),
+    (
+        "I am at sinkbasin 1 holding the unclean spoon 3; cleaning it here satisfies the first half of the goal.",
+        "clean spoon 3 with sinkbasin 1",
+        "You clean the spoon 3 using the sinkbasin 1.",
+    ),
+    (
+        "I hold a clean spoon 3; only placing it in the drawer remains.",
+        "go to drawer 1",
+        "You arrive at loc 1. On the drawer 1, you see a fork 2.",
+    ),
+    (
+        "I am at drawer 1 holding the clean spoon 3, so putting it here completes the goal.",
+        "put spoon 3 in/on drawer 1",
+        "You put the spoon 3 in/on the drawer 1.",
+    ),
 )
 
 
@@ -52,7 +72,9 @@ class ReflAct(RawHistory):
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         if first.tools:
-            raise ValueError("method=reflact needs a command benchmark (ALFWorld or toy); this one uses tools")
+            raise ValueError(
+                "method=reflact needs a command benchmark (ALFWorld or toy); this one uses tools"
+            )
         super().start(task, brief, first)
 
     def prompt(self, obs: Observation) -> Prompt:
@@ -65,18 +87,27 @@ class ReflAct(RawHistory):
             self.previous_steps(),
         ]
         schema = decision_model(obs, thought_key="reflection").model_json_schema()
-        return policy_prompt(self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens,
-                             max_repairs=self.max_json_retries, schema=schema)
+        return policy_prompt(
+            self.brief,
+            obs,
+            sections,
+            max_tokens=self.brief.policy_max_tokens,
+            max_repairs=self.max_json_retries,
+            schema=schema,
+        )
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is None:
             return None
         # parse_decision files `reflection` under extra; a model that wrote "thought" instead still counts.
         reflection = step.decision.extra.get("reflection", step.decision.thought)
-        self.history.append({"reflection": str(reflection), "action": step.decision.action,
-                             "observation": step.after.text})
+        self.history.append(
+            {"reflection": str(reflection), "action": step.decision.action, "observation": step.after.text}
+        )
         return None
 
     def report(self) -> Mapping[str, Any]:
-        return {"history_steps": len(self.history),
-                "empty_reflections": sum(not h["reflection"].strip() for h in self.history)}
+        return {
+            "history_steps": len(self.history),
+            "empty_reflections": sum(not h["reflection"].strip() for h in self.history),
+        }

@@ -33,49 +33,136 @@ EXAMPLES: tuple[tuple[str, str, tuple[tuple[Mapping[str, Any], str, str], ...]],
         "You are in the middle of a room. Looking quickly around you, you see a desk 1, a drawer 1, a shelf 1.",
         "put a pen on desk.",
         (
-            ({"goal": "put a pen on desk", "locations_visited": [], "current_location": "middle of the room",
-              "current_inventory": "", "thought": "A pen is likely on the shelf or in the drawer; shelf first."},
-             "go to shelf 1", "You arrive at loc 3. On the shelf 1, you see a pen 1, and a vase 1."),
-            ({"goal": "put a pen on desk", "locations_visited": ["shelf 1"], "current_location": "shelf 1",
-              "current_inventory": "", "thought": ""},
-             "take pen 1 from shelf 1", "You pick up the pen 1 from the shelf 1."),
-            ({"goal": "put a pen on desk", "locations_visited": ["shelf 1"], "current_location": "shelf 1",
-              "current_inventory": "pen 1", "thought": ""},
-             "go to desk 1", "You arrive at loc 1. On the desk 1, you see a lamp 1."),
-            ({"goal": "put a pen on desk", "locations_visited": ["shelf 1", "desk 1"], "current_location": "desk 1",
-              "current_inventory": "pen 1", "thought": ""},
-             "put pen 1 in/on desk 1", "You put the pen 1 in/on the desk 1."),
+            (
+                {
+                    "goal": "put a pen on desk",
+                    "locations_visited": [],
+                    "current_location": "middle of the room",
+                    "current_inventory": "",
+                    "thought": "A pen is likely on the shelf or in the drawer; shelf first.",
+                },
+                "go to shelf 1",
+                "You arrive at loc 3. On the shelf 1, you see a pen 1, and a vase 1.",
+            ),
+            (
+                {
+                    "goal": "put a pen on desk",
+                    "locations_visited": ["shelf 1"],
+                    "current_location": "shelf 1",
+                    "current_inventory": "",
+                    "thought": "",
+                },
+                "take pen 1 from shelf 1",
+                "You pick up the pen 1 from the shelf 1.",
+            ),
+            (
+                {
+                    "goal": "put a pen on desk",
+                    "locations_visited": ["shelf 1"],
+                    "current_location": "shelf 1",
+                    "current_inventory": "pen 1",
+                    "thought": "",
+                },
+                "go to desk 1",
+                "You arrive at loc 1. On the desk 1, you see a lamp 1.",
+            ),
+            (
+                {
+                    "goal": "put a pen on desk",
+                    "locations_visited": ["shelf 1", "desk 1"],
+                    "current_location": "desk 1",
+                    "current_inventory": "pen 1",
+                    "thought": "",
+                },
+                "put pen 1 in/on desk 1",
+                "You put the pen 1 in/on the desk 1.",
+            ),
         ),
     ),
     (
-        ("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 1, a "
-        "fridge 1, a microwave 1."),
+        (
+            "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 1, a "
+            "fridge 1, a microwave 1."
+        ),
         "cool some egg and put it in cabinet.",
         (
-            ({"goal": "cool an egg, then put it in the cabinet", "locations_visited": [],
-              "current_location": "middle of the room", "current_inventory": "",
-              "thought": "Find an egg (countertop first), cool it with the fridge, then put it in the cabinet."},
-             "go to countertop 1", "You arrive at loc 2. On the countertop 1, you see a egg 2, and a knife 1."),
-            ({"goal": "cool an egg, then put it in the cabinet", "locations_visited": ["countertop 1"],
-              "current_location": "countertop 1", "current_inventory": "", "thought": ""},
-             "take egg 2 from countertop 1", "You pick up the egg 2 from the countertop 1."),
-            ({"goal": "cool an egg, then put it in the cabinet", "locations_visited": ["countertop 1"],
-              "current_location": "countertop 1", "current_inventory": "egg 2", "thought": ""},
-             "go to fridge 1", "You arrive at loc 4. The fridge 1 is closed."),
-            ({"goal": "cool an egg, then put it in the cabinet", "locations_visited": ["countertop 1", "fridge 1"],
-              "current_location": "fridge 1", "current_inventory": "egg 2", "thought": ""},
-             "cool egg 2 with fridge 1", "You cool the egg 2 using the fridge 1."),
-            ({"goal": "cool an egg, then put it in the cabinet", "locations_visited": ["countertop 1", "fridge 1"],
-              "current_location": "fridge 1", "current_inventory": "egg 2", "thought": "The egg is cool."},
-             "go to cabinet 1", "You arrive at loc 1. The cabinet 1 is closed."),
-            ({"goal": "cool an egg, then put it in the cabinet",
-              "locations_visited": ["countertop 1", "fridge 1", "cabinet 1"], "current_location": "cabinet 1",
-              "current_inventory": "egg 2", "thought": ""},
-             "open cabinet 1", "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing."),
-            ({"goal": "cool an egg, then put it in the cabinet",
-              "locations_visited": ["countertop 1", "fridge 1", "cabinet 1"], "current_location": "cabinet 1",
-              "current_inventory": "egg 2", "thought": ""},
-             "put egg 2 in/on cabinet 1", "You put the egg 2 in/on the cabinet 1."),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": [],
+                    "current_location": "middle of the room",
+                    "current_inventory": "",
+                    "thought": "Find an egg (countertop first), cool it with the fridge, then put it in the cabinet.",
+                },
+                "go to countertop 1",
+                "You arrive at loc 2. On the countertop 1, you see a egg 2, and a knife 1.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1"],
+                    "current_location": "countertop 1",
+                    "current_inventory": "",
+                    "thought": "",
+                },
+                "take egg 2 from countertop 1",
+                "You pick up the egg 2 from the countertop 1.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1"],
+                    "current_location": "countertop 1",
+                    "current_inventory": "egg 2",
+                    "thought": "",
+                },
+                "go to fridge 1",
+                "You arrive at loc 4. The fridge 1 is closed.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1", "fridge 1"],
+                    "current_location": "fridge 1",
+                    "current_inventory": "egg 2",
+                    "thought": "",
+                },
+                "cool egg 2 with fridge 1",
+                "You cool the egg 2 using the fridge 1.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1", "fridge 1"],
+                    "current_location": "fridge 1",
+                    "current_inventory": "egg 2",
+                    "thought": "The egg is cool.",
+                },
+                "go to cabinet 1",
+                "You arrive at loc 1. The cabinet 1 is closed.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1", "fridge 1", "cabinet 1"],
+                    "current_location": "cabinet 1",
+                    "current_inventory": "egg 2",
+                    "thought": "",
+                },
+                "open cabinet 1",
+                "You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.",
+            ),
+            (
+                {
+                    "goal": "cool an egg, then put it in the cabinet",
+                    "locations_visited": ["countertop 1", "fridge 1", "cabinet 1"],
+                    "current_location": "cabinet 1",
+                    "current_inventory": "egg 2",
+                    "thought": "",
+                },
+                "put egg 2 in/on cabinet 1",
+                "You put the egg 2 in/on the cabinet 1.",
+            ),
         ),
     ),
 )
@@ -122,7 +209,9 @@ def render_examples(modern: bool) -> str:
 class StateAct(MethodBase):
     def __init__(self, model: Model, *, max_json_retries: int = 2, repeat_stop: int | None = None):
         if max_json_retries < 0 or (repeat_stop is not None and repeat_stop < 2):
-            raise ValueError(f"need max_json_retries ≥ 0 and repeat_stop ≥ 2 or null; got {max_json_retries}, {repeat_stop}")
+            raise ValueError(
+                f"need max_json_retries ≥ 0 and repeat_stop ≥ 2 or null; got {max_json_retries}, {repeat_stop}"
+            )
         self.model = model
         self.max_json_retries = max_json_retries
         self.repeat_stop = repeat_stop
@@ -132,7 +221,9 @@ class StateAct(MethodBase):
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         if first.tools:
-            raise ValueError("method=stateact needs a command benchmark (ALFWorld or toy); this one uses tools")
+            raise ValueError(
+                "method=stateact needs a command benchmark (ALFWorld or toy); this one uses tools"
+            )
         self.brief = brief
         self.goal = first.goal
         self.opening = first.text
@@ -140,8 +231,10 @@ class StateAct(MethodBase):
     def _schema(self, obs: Observation) -> dict[str, Any]:
         # `goal` takes the thought slot so the schema keeps StateAct's key order, thought last before action.
         extra: dict[str, tuple[Any, Any]] = {
-            "locations_visited": (list[str], ...), "current_location": (str, ...),
-            "current_inventory": (str, ...), "thought": (str, ...),
+            "locations_visited": (list[str], ...),
+            "current_location": (str, ...),
+            "current_inventory": (str, ...),
+            "thought": (str, ...),
         }
         return decision_model(obs, extra_fields=extra, thought_key="goal").model_json_schema()
 
@@ -159,8 +252,14 @@ class StateAct(MethodBase):
             f"Your trajectory so far:\n{trajectory}",
             f"Current observation:\n{render_observation(obs)}",
         ]
-        return policy_prompt(self.brief, obs, sections, max_tokens=self.brief.policy_max_tokens,
-                             max_repairs=self.max_json_retries, schema=self._schema(obs))
+        return policy_prompt(
+            self.brief,
+            obs,
+            sections,
+            max_tokens=self.brief.policy_max_tokens,
+            max_repairs=self.max_json_retries,
+            schema=self._schema(obs),
+        )
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is None:
@@ -169,7 +268,7 @@ class StateAct(MethodBase):
         state = {**step.decision.extra, "thought": step.decision.thought}
         self.turns += [state_block(state, action), step.after.text]
         self.actions.append(action)
-        recent = self.actions[-self.repeat_stop:] if self.repeat_stop else []
+        recent = self.actions[-self.repeat_stop :] if self.repeat_stop else []
         if self.repeat_stop and len(recent) == self.repeat_stop and len(set(recent)) == 1:
             self.stopped_at = step.turn
             return {"repeat_stop": step.turn, "action": action}

@@ -23,6 +23,22 @@ from pos_bench.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Action", "Benchmark", "Brief", "Decision", "Env", "EpisodeResult", "Message", "Method", "MethodBase",
-    "Model", "Observation", "Prompt", "Reply", "Score", "Step", "Task", "ToolCall", "Usage",
+    "Action",
+    "Benchmark",
+    "Brief",
+    "Decision",
+    "Env",
+    "EpisodeResult",
+    "Message",
+    "Method",
+    "MethodBase",
+    "Model",
+    "Observation",
+    "Prompt",
+    "Reply",
+    "Score",
+    "Step",
+    "Task",
+    "ToolCall",
+    "Usage",
 ]

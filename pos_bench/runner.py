@@ -75,7 +75,9 @@ def exit_with_parent(parent_pid: int) -> None:
 WATCHER = "pos_bench-parent-watcher"
 
 
-def run_episode(cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None) -> EpisodeResult:
+def run_episode(
+    cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
+) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run."""
     if parent_pid is not None:
         exit_with_parent(parent_pid)

@@ -67,5 +67,7 @@ def ask(
         if not isinstance(result, str):
             return result
         problem = result
-        prompt = prompt.extended(Message("assistant", reply.text), Message("user", REPAIR.format(problem=problem)))
+        prompt = prompt.extended(
+            Message("assistant", reply.text), Message("user", REPAIR.format(problem=problem))
+        )
     return StructuredFailure(problem=problem, replies=tuple(replies))

@@ -64,7 +64,9 @@ def role_cost(usage: Mapping[str, Usage], prices: Mapping[str, Mapping[str, floa
     for role, u in usage.items():
         price = table.get(role, table.get("default"))
         if price is not None:
-            cost[role] = (u.input_tokens * price.input_per_mtok + u.output_tokens * price.output_per_mtok) / 1e6
+            cost[role] = (
+                u.input_tokens * price.input_per_mtok + u.output_tokens * price.output_per_mtok
+            ) / 1e6
     return cost
 
 
@@ -79,11 +81,16 @@ def summarize(
         for role, u in r.usage.items():
             usage[role] = usage.get(role, Usage()) + u
     method_tokens = [
-        sum(u.input_tokens + u.output_tokens for role, u in r.usage.items()
-            if not role.startswith(BENCHMARK_ROLE_PREFIX))
+        sum(
+            u.input_tokens + u.output_tokens
+            for role, u in r.usage.items()
+            if not role.startswith(BENCHMARK_ROLE_PREFIX)
+        )
         for r in results
     ]
-    extra_keys = sorted({k for r in results for k, v in r.extras.items() if isinstance(v, (int, float, bool))})
+    extra_keys = sorted(
+        {k for r in results for k, v in r.extras.items() if isinstance(v, (int, float, bool))}
+    )
     extras = {
         k: _mean([float(r.extras[k]) for r in results if isinstance(r.extras.get(k), (int, float, bool))])
         for k in extra_keys

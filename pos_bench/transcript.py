@@ -58,7 +58,9 @@ class Recorded:
         try:
             reply = self.inner.generate(prompt, role=role)
         except Exception as error:
-            self.transcript.write("call_error", role=role, prompt=prompt, error=f"{type(error).__name__}: {error}")
+            self.transcript.write(
+                "call_error", role=role, prompt=prompt, error=f"{type(error).__name__}: {error}"
+            )
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
         self.transcript.write(

@@ -181,7 +181,9 @@ def to_jsonable(value: Any) -> Any:
 
 
 def usage_from_json(data: Mapping[str, Any]) -> Usage:
-    return Usage(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), int(data.get("calls", 0)))
+    return Usage(
+        int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), int(data.get("calls", 0))
+    )
 
 
 def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:

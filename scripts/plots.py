@@ -1,6 +1,6 @@
 """Write the ablation figure and the tokens-per-role figure from the paper's numbers and this project's runs.
 
-    python scripts/plots.py [--results results] [--spec ../shared/spec] [--out results/figures]
+python scripts/plots.py [--results results] [--spec ../shared/spec] [--out results/figures]
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--results", type=Path, default=REPO / "results")
     parser.add_argument("--spec", type=Path, default=REPO.parent / "shared" / "spec")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "figures")

@@ -1,6 +1,6 @@
 """Print the paper's Table 1 (and Table 2) beside this project's runs.
 
-    python scripts/tables.py [--results results] [--spec ../shared/spec] [--backbone qwen=Qwen3.7-Plus] [--csv out.csv]
+python scripts/tables.py [--results results] [--spec ../shared/spec] [--backbone qwen=Qwen3.7-Plus] [--csv out.csv]
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--results", type=Path, default=REPO / "results")
     parser.add_argument("--spec", type=Path, default=REPO.parent / "shared" / "spec")
     parser.add_argument("--backbone", action="append", default=[], help="model=Paper backbone")

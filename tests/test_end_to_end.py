@@ -13,8 +13,14 @@ SMOLLM2 = {"_target_": "pos_bench.models.local.LocalModel"}
 
 
 def config(bench, method, **runner):
-    return {"bench": bench, "method": {"_partial_": True, **method}, "model": SMOLLM2,
-            "runner": {"backend": "threading", "progress": False, **runner}, "roles": {}, "cache": {"mode": "off"}}
+    return {
+        "bench": bench,
+        "method": {"_partial_": True, **method},
+        "model": SMOLLM2,
+        "runner": {"backend": "threading", "progress": False, **runner},
+        "roles": {},
+        "cache": {"mode": "off"},
+    }
 
 
 def events(run_dir):
@@ -24,14 +30,20 @@ def events(run_dir):
 
 @pytest.mark.engine
 def test_raw_plays_a_real_alfworld_game_on_the_embedded_model(tmp_path, shared):
-    bench = {"_target_": "pos_bench.benchmarks.alfworld.AlfWorldBenchmark",
-             "data_dir": str(shared / "benchmarks" / "alfworld"), "limit": 1, "max_turns": 2}
+    bench = {
+        "_target_": "pos_bench.benchmarks.alfworld.AlfWorldBenchmark",
+        "data_dir": str(shared / "benchmarks" / "alfworld"),
+        "limit": 1,
+        "max_turns": 2,
+    }
     summary = run(config(bench, {"_target_": "baselines.raw.RawHistory"}), tmp_path, {"label": "smoke"})
     assert (summary.episodes, summary.errors) == (1, 0) and summary.usage["agent"].calls >= 2
     log = events(tmp_path)
     steps = [e for e in log if e["kind"] == "step"]
-    assert len(steps) == 2 and all(e["action"] in e_prev for e, e_prev in
-                                   zip(steps, [log[0]["observation"]["actions"], steps[0]["observation"]["actions"]]))
+    assert len(steps) == 2 and all(
+        e["action"] in e_prev
+        for e, e_prev in zip(steps, [log[0]["observation"]["actions"], steps[0]["observation"]["actions"]])
+    )
     run_info = json.loads((tmp_path / "run.json").read_text())["model"]
     assert run_info["smoke"] is True and len(run_info["weights_sha256"]) == 64
 
@@ -47,17 +59,32 @@ def test_pos_runs_its_roles_on_the_embedded_model(tmp_path):
 
 
 def test_clindiag_raw_with_embedded_provider_and_judge(tmp_path, shared):
-    bench = {"_target_": "pos_bench.benchmarks.clindiag.ClinDiagBenchmark",
-             "data_dir": str(shared / "benchmarks" / "clindiag"), "limit": 1, "max_turns": 2,
-             "provider": "llm", "judge": "llm"}
+    bench = {
+        "_target_": "pos_bench.benchmarks.clindiag.ClinDiagBenchmark",
+        "data_dir": str(shared / "benchmarks" / "clindiag"),
+        "limit": 1,
+        "max_turns": 2,
+        "provider": "llm",
+        "judge": "llm",
+    }
     summary = run(config(bench, {"_target_": "baselines.raw.RawHistory"}), tmp_path, {"label": "smoke"})
     assert (summary.episodes, summary.errors) == (1, 0), (tmp_path / "results.jsonl").read_text()
     log = events(tmp_path)
     calls = [e["role"] for e in log if e["kind"] == "call"]
-    asked = [e for e in log if e["kind"] == "step" and e["action"]["name"].startswith(("ask_", "order_"))
-             and str(e["action"]["arguments"].get("question", "")).strip()]
-    submitted = [e for e in log if e["kind"] == "step" and e["action"]["name"] == "submit_diagnosis"
-                 and str(e["action"]["arguments"].get("final_diagnosis", "")).strip()]
+    asked = [
+        e
+        for e in log
+        if e["kind"] == "step"
+        and e["action"]["name"].startswith(("ask_", "order_"))
+        and str(e["action"]["arguments"].get("question", "")).strip()
+    ]
+    submitted = [
+        e
+        for e in log
+        if e["kind"] == "step"
+        and e["action"]["name"] == "submit_diagnosis"
+        and str(e["action"]["arguments"].get("final_diagnosis", "")).strip()
+    ]
     assert calls.count("agent") >= 1
     assert calls.count("benchmark_provider") == len(asked)
     assert calls.count("benchmark_judge") >= (1 if submitted else 0)

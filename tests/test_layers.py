@@ -8,8 +8,14 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-CORE_ALLOWED = {"pos_bench.types", "pos_bench.protocols", "pos_bench.prompting", "pos_bench.parse",
-                "pos_bench.structured", "pos_bench.weights"}
+CORE_ALLOWED = {
+    "pos_bench.types",
+    "pos_bench.protocols",
+    "pos_bench.prompting",
+    "pos_bench.parse",
+    "pos_bench.structured",
+    "pos_bench.weights",
+}
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 
 
@@ -35,14 +41,19 @@ def test_plugins_import_only_the_lower_layers():
 
 
 def test_pos_bench_never_imports_baselines():
-    offenders = [str(p) for p in (REPO / "pos_bench").rglob("*.py")
-                 if any(n.startswith("baselines") for n in imports_of(p))]
+    offenders = [
+        str(p)
+        for p in (REPO / "pos_bench").rglob("*.py")
+        if any(n.startswith("baselines") for n in imports_of(p))
+    ]
     assert offenders == []
 
 
 def test_importing_the_package_prints_and_loads_nothing_heavy():
-    code = ("import sys, pos_bench, pos_bench.runner; "
-            "heavy = [m for m in ('alfworld', 'textworld', 'xllamacpp', 'openai', 'anthropic') if m in sys.modules]; "
-            "print(heavy)")
+    code = (
+        "import sys, pos_bench, pos_bench.runner; "
+        "heavy = [m for m in ('alfworld', 'textworld', 'xllamacpp', 'openai', 'anthropic') if m in sys.modules]; "
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]" and out.stderr == ""

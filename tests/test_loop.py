@@ -16,8 +16,16 @@ TASK = BENCH.tasks()[0]
 def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3):
     log = Transcript()
     model = Recorded(ScriptedModel({"agent": replies}), log)
-    result = play(TASK, BENCH.make_env(model), method_factory(model), model,
-                  brief=brief or BENCH.brief, max_turns=max_turns, log=log, max_meta_per_turn=max_meta_per_turn)
+    result = play(
+        TASK,
+        BENCH.make_env(model),
+        method_factory(model),
+        model,
+        brief=brief or BENCH.brief,
+        max_turns=max_turns,
+        log=log,
+        max_meta_per_turn=max_meta_per_turn,
+    )
     return result, log, model
 
 
@@ -39,8 +47,11 @@ def test_turn_budget_and_step_order():
 
 
 def test_one_repair_then_the_turn_is_spent():
-    result, log, _ = run(lambda m: RawHistory(m, max_json_retries=1),
-                         ["no json here", '{"thought": "x"}', '{"thought": "", "action": "look"}'], max_turns=2)
+    result, log, _ = run(
+        lambda m: RawHistory(m, max_json_retries=1),
+        ["no json here", '{"thought": "x"}', '{"thought": "", "action": "look"}'],
+        max_turns=2,
+    )
     assert result.spent_turns == 1 and result.steps == 1
     failures = log.of_kind("parse_failure")
     assert [f["attempt"] for f in failures] == [0, 1]
@@ -73,7 +84,9 @@ class Glimpser(MethodBase):
         self.brief = brief
 
     def prompt(self, obs):
-        return policy_prompt(self.brief, obs, ["glimpse first" if self.pending else "act"], meta_actions=("glimpse",))
+        return policy_prompt(
+            self.brief, obs, ["glimpse first" if self.pending else "act"], meta_actions=("glimpse",)
+        )
 
     def update(self, step):
         if step.after is None:
@@ -110,6 +123,7 @@ class GivesUp(MethodBase):
 
     def prompt(self, obs):
         from pos_bench.types import Decision
+
         return Decision(thought="nothing to do", action=None)
 
     def update(self, step):

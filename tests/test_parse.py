@@ -22,9 +22,13 @@ def test_missing_action_and_non_json_are_failures():
 
 
 def test_tool_action_needs_a_name_and_object_arguments():
-    ok = parse_decision('{"thought": "", "action": {"name": "ask_history", "arguments": {"question": "q"}}}', TOOLS)
+    ok = parse_decision(
+        '{"thought": "", "action": {"name": "ask_history", "arguments": {"question": "q"}}}', TOOLS
+    )
     assert ok.action == ToolCall("ask_history", {"question": "q"})
-    as_string = parse_decision('{"action": {"name": "ask_history", "arguments": "{\\"question\\": \\"q\\"}"}}', TOOLS)
+    as_string = parse_decision(
+        '{"action": {"name": "ask_history", "arguments": "{\\"question\\": \\"q\\"}"}}', TOOLS
+    )
     assert as_string.action == ToolCall("ask_history", {"question": "q"})
     assert isinstance(parse_decision('{"action": {"arguments": {}}}', TOOLS), ParseFailure)
     assert isinstance(parse_decision('{"action": {"name": "x", "arguments": [1]}}', TOOLS), ParseFailure)
@@ -33,7 +37,9 @@ def test_tool_action_needs_a_name_and_object_arguments():
 def test_meta_actions_become_memory_operations():
     decision = parse_decision('{"thought": "", "action": "glimpse 3"}', COMMANDS, meta_actions=("glimpse",))
     assert decision.action is None and decision.meta == "glimpse 3"
-    tool_meta = parse_decision('{"action": {"name": "retrieve", "arguments": {"ids": [1]}}}', TOOLS, ("retrieve",))
+    tool_meta = parse_decision(
+        '{"action": {"name": "retrieve", "arguments": {"ids": [1]}}}', TOOLS, ("retrieve",)
+    )
     assert tool_meta.action is None and tool_meta.meta == ToolCall("retrieve", {"ids": [1]})
 
 

@@ -38,11 +38,17 @@ def test_policy_prompt_layout():
     prompt = policy_prompt(Brief(system="SYS"), OBS, ["MEMORY", "", render_observation(OBS)], max_tokens=99)
     system, user = prompt.messages
     assert system.content == "SYS"
-    assert user.content.index("MEMORY") < user.content.index("Last turn: act now.") < user.content.index("- go to desk 1")
+    assert (
+        user.content.index("MEMORY")
+        < user.content.index("Last turn: act now.")
+        < user.content.index("- go to desk 1")
+    )
     assert user.content.rstrip().endswith("available actions; a similar name is a different object.")
     assert prompt.max_tokens == 99 and json.dumps(prompt.schema)
 
 
 def test_render_tools_lists_schemas():
     obs = Observation(text="", tools=({"type": "function", "function": {"name": "order_lab_test"}},))
-    assert "order_lab_test" in render_actions(obs, ("glimpse",)) and "glimpse" in render_actions(obs, ("glimpse",))
+    assert "order_lab_test" in render_actions(obs, ("glimpse",)) and "glimpse" in render_actions(
+        obs, ("glimpse",)
+    )

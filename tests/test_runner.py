@@ -68,6 +68,7 @@ class ExplodesOnTask1(MethodBase):
 
     def prompt(self, obs):
         from baselines.expert import Expert
+
         return Expert().prompt(obs)
 
     def update(self, step):
@@ -97,11 +98,23 @@ def test_results_file_reads_back_records(tmp_path):
 
 
 def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
-    cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=6", "bench.max_turns=4", "method=raw",
-           "model=scripted", "+model.delay=0.15", f"results_root={tmp_path}", "runner.progress=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=toy",
+        "bench.n_tasks=6",
+        "bench.max_turns=4",
+        "method=raw",
+        "model=scripted",
+        "+model.delay=0.15",
+        f"results_root={tmp_path}",
+        "runner.progress=false",
+    ]
     results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
         time.sleep(0.1)
@@ -109,8 +122,10 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
     proc.wait()
     finished = {r["task_id"]: r for r in lines(results)}
     assert 2 <= len(finished) < 6
-    stamps = {t: (tmp_path / "toy/raw/scripted/episodes" / t.replace("/", "__") / "result.json").stat().st_mtime_ns
-              for t in finished}
+    stamps = {
+        t: (tmp_path / "toy/raw/scripted/episodes" / t.replace("/", "__") / "result.json").stat().st_mtime_ns
+        for t in finished
+    }
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
     ids = [r["task_id"] for r in lines(results)]
     assert sorted(ids) == [f"toy/00{i}" for i in range(6)]
@@ -121,7 +136,10 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
 
 def test_a_price_table_gives_cost_per_role(tmp_path):
     cfg = config(RAW, n_tasks=1)
-    cfg["model"] = {"_target_": "pos_bench.models.scripted.ScriptedModel", "default": '{"thought": "", "action": "look"}'}
+    cfg["model"] = {
+        "_target_": "pos_bench.models.scripted.ScriptedModel",
+        "default": '{"thought": "", "action": "look"}',
+    }
     cfg["prices"] = {"default": {"input_per_mtok": 2.0, "output_per_mtok": 10.0}}
     summary = run(cfg, tmp_path, {})
     usage = summary.usage["agent"]
@@ -147,12 +165,25 @@ def alive(pid: int) -> bool:
 
 
 def test_workers_do_not_outlive_a_killed_run(tmp_path):
-    cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=8", "bench.max_turns=6", "method=raw",
-           "model=scripted", "+model.delay=0.3", f"results_root={tmp_path}", "runner.progress=false",
-           "runner.n_jobs=2", "runner.backend=loky"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=toy",
+        "bench.n_tasks=8",
+        "bench.max_turns=6",
+        "method=raw",
+        "model=scripted",
+        "+model.delay=0.3",
+        f"results_root={tmp_path}",
+        "runner.progress=false",
+        "runner.n_jobs=2",
+        "runner.backend=loky",
+    ]
     results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
         time.sleep(0.1)

@@ -27,8 +27,14 @@ def test_invalid_reply_gets_one_repair_quoting_the_error():
 
 def test_semantic_check_and_typed_failure():
     model = ScriptedModel({"belief": ['{"count": -1}']})
-    result = ask(model, PROMPT, Count, role="belief", max_repairs=2,
-                 check=lambda c: "count must be ≥ 0" if c.count < 0 else None)
+    result = ask(
+        model,
+        PROMPT,
+        Count,
+        role="belief",
+        max_repairs=2,
+        check=lambda c: "count must be ≥ 0" if c.count < 0 else None,
+    )
     assert isinstance(result, StructuredFailure)
     assert result.problem == "count must be ≥ 0" and len(result.replies) == 3
 

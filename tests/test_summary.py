@@ -3,8 +3,17 @@ from pos_bench.types import EpisodeResult, Usage
 
 
 def result(task, *, success=False, status="done", steps=3, usage=None, extras=None, meta=None):
-    return EpisodeResult(task_id=task, status=status, success=success, score=float(success), steps=steps,
-                         turns=steps, usage=usage or {}, extras=extras or {}, task_meta=meta or {})
+    return EpisodeResult(
+        task_id=task,
+        status=status,
+        success=success,
+        score=float(success),
+        steps=steps,
+        turns=steps,
+        usage=usage or {},
+        extras=extras or {},
+        task_meta=meta or {},
+    )
 
 
 def test_errors_count_as_failures_and_are_reported():

@@ -29,7 +29,9 @@ def test_every_call_is_an_event_and_usage_is_summed_per_role(tmp_path):
     assert set(model.usage) == {"agent", "belief"} and model.usage["belief"].calls == 2
     lines = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [e["role"] for e in lines] == ["agent", "belief", "belief"]
-    assert lines[0]["prompt"]["messages"] == [{"role": "user", "content": "hello"}] and lines[1]["reply"] == "bb"
+    assert (
+        lines[0]["prompt"]["messages"] == [{"role": "user", "content": "hello"}] and lines[1]["reply"] == "bb"
+    )
 
 
 def test_a_failed_call_is_logged_and_raised():
@@ -43,5 +45,6 @@ def test_a_failed_call_is_logged_and_raised():
 def test_results_are_written_whole(tmp_path):
     write_result(tmp_path / "result.json", {"usage": {"agent": Usage(1, 2, 3)}})
     assert json.loads((tmp_path / "result.json").read_text()) == {
-        "usage": {"agent": {"input_tokens": 1, "output_tokens": 2, "calls": 3}}}
+        "usage": {"agent": {"input_tokens": 1, "output_tokens": 2, "calls": 3}}
+    }
     assert not list(tmp_path.glob("*.tmp"))

@@ -16,8 +16,9 @@ from pos_bench.analysis.tables import DEFAULT_BACKBONES, run_column
 ABLATIONS = ("pos", "pos_no_consistency", "pos_no_trapping", "pos_generic_recovery")
 
 
-def ablation_plot(paper: pd.DataFrame, runs: pd.DataFrame, out: Path,
-                  backbones: Mapping[str, str] = DEFAULT_BACKBONES) -> Path:
+def ablation_plot(
+    paper: pd.DataFrame, runs: pd.DataFrame, out: Path, backbones: Mapping[str, str] = DEFAULT_BACKBONES
+) -> Path:
     """One panel per benchmark: bars per PoS variant, one series per paper backbone and per run of ours."""
     series = paper[paper["method"].isin(ABLATIONS)].assign(series=lambda f: "paper " + f["backbone"])
     if not runs.empty:
@@ -28,7 +29,8 @@ def ablation_plot(paper: pd.DataFrame, runs: pd.DataFrame, out: Path,
     fig, axes = plt.subplots(1, len(benchmarks), figsize=(4.5 * len(benchmarks), 4), squeeze=False)
     for ax, bench in zip(axes[0], benchmarks):
         table = series[series["benchmark"] == bench].pivot_table(
-            index="method", columns="series", values="value", aggfunc="first")
+            index="method", columns="series", values="value", aggfunc="first"
+        )
         table = table.reindex([m for m in ABLATIONS if m in table.index])
         table.plot.bar(ax=ax, rot=30, legend=bench == benchmarks[-1])
         ax.set_title(bench)
@@ -47,7 +49,9 @@ def tokens_plot(runs: pd.DataFrame, out: Path) -> Path:
     role_columns = [c for c in runs.columns if c.startswith("tokens_k:")]
     if runs.empty or not role_columns:
         raise ValueError("no runs with token usage to plot")
-    frame = runs.assign(run=runs["benchmark"] + "/" + runs["method"] + "/" + runs["model"] + " [" + runs["label"] + "]")
+    frame = runs.assign(
+        run=runs["benchmark"] + "/" + runs["method"] + "/" + runs["model"] + " [" + runs["label"] + "]"
+    )
     frame = frame.set_index("run")[role_columns].fillna(0.0)
     frame.columns = [c.split(":", 1)[1] for c in role_columns]
     ax = frame.plot.barh(stacked=True, figsize=(8, 0.5 * len(frame) + 2))

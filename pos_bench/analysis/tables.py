@@ -57,13 +57,19 @@ def run_column(row: Mapping, backbones: Mapping[str, str]) -> str:
     return f"ours {backbone} [{row['label']}] (n={row['episodes']})"
 
 
-def side_by_side(paper: pd.DataFrame, runs: pd.DataFrame, backbones: Mapping[str, str] = DEFAULT_BACKBONES) -> pd.DataFrame:
+def side_by_side(
+    paper: pd.DataFrame, runs: pd.DataFrame, backbones: Mapping[str, str] = DEFAULT_BACKBONES
+) -> pd.DataFrame:
     """Table 1: rows (benchmark, method), paper values per backbone, then our runs per model."""
-    table = paper.pivot_table(index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first")
+    table = paper.pivot_table(
+        index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first"
+    )
     table.columns = [f"paper {c}" for c in table.columns]
     if not runs.empty:
         ours = runs.assign(column=[run_column(r, backbones) for r in runs.to_dict("records")])
-        mine = ours.pivot_table(index=["benchmark", "method"], columns="column", values="value", aggfunc="first")
+        mine = ours.pivot_table(
+            index=["benchmark", "method"], columns="column", values="value", aggfunc="first"
+        )
         table = table.join(mine, how="outer")
     return table.round(2)
 

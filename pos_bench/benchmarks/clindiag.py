@@ -321,7 +321,9 @@ class ClinDiagBenchmark:
         expert_plan: bool = False,
     ):
         if expert_plan:
-            raise ValueError("ClinDiag has no expert plan to follow: method=expert runs on bench=alfworld or bench=toy")
+            raise ValueError(
+                "ClinDiag has no expert plan to follow: method=expert runs on bench=alfworld or bench=toy"
+            )
         for label, value, choices in (
             ("subset", subset, SUBSET_CHOICES),
             ("provider", provider, tuple(PROVIDERS)),

@@ -80,7 +80,11 @@ class ToyEnv:
             if visible and not w.holding:
                 commands += [f"take {o} from {w.at}" for o, r in w.where.items() if r == w.at]
             if visible and w.holding:
-                put = f"move {w.holding} to {w.at}" if self.text_version == "2.1.2" else f"put {w.holding} in/on {w.at}"
+                put = (
+                    f"move {w.holding} to {w.at}"
+                    if self.text_version == "2.1.2"
+                    else f"put {w.holding} in/on {w.at}"
+                )
                 commands.append(put)
             for verb, tool in TOOLS.items():
                 if w.holding and w.at == tool:
@@ -111,7 +115,8 @@ class ToyEnv:
         if self.goal_receptacle in OPENABLE and self.goal_receptacle not in w.opened:
             plan.append(f"open {self.goal_receptacle}")
         plan.append(
-            f"move {obj} to {self.goal_receptacle}" if self.text_version == "2.1.2"
+            f"move {obj} to {self.goal_receptacle}"
+            if self.text_version == "2.1.2"
             else f"put {obj} in/on {self.goal_receptacle}"
         )
         return plan
@@ -122,12 +127,17 @@ class ToyEnv:
             actions=self._admissible(),
             done=self.won,
             goal=self.goal,
-            info={"won": self.won, **({"expert_plan": [] if self.won else self._plan()} if self.expert_plan else {})},
+            info={
+                "won": self.won,
+                **({"expert_plan": [] if self.won else self._plan()} if self.expert_plan else {}),
+            },
         )
 
     def step(self, action: Action) -> Observation:
         command = action if isinstance(action, str) else ""
-        return self._observe(self._execute(command.strip()) if command.strip() in self._admissible() else "Nothing happens.")
+        return self._observe(
+            self._execute(command.strip()) if command.strip() in self._admissible() else "Nothing happens."
+        )
 
     def _execute(self, command: str) -> str:
         w = self.world
@@ -208,7 +218,7 @@ class ToyBenchmark:
             for i in range(self.n_tasks)
         ]
         end = None if self.limit is None else self.start + self.limit
-        return every[self.start:end]
+        return every[self.start : end]
 
     def make_env(self, model: Model) -> ToyEnv:
         return ToyEnv(self.text_version, expert_plan=self.expert_plan)

@@ -97,7 +97,9 @@ def _locked(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
 
-@retry(retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True)
+@retry(
+    retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
+)
 def _use_wal(db: sqlite3.Connection) -> None:
     """Switch the file to WAL. On a new file several first connections race for this switch, and SQLite answers
     the losers "database is locked" at once (its busy timeout does not cover it), so they try again."""

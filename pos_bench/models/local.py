@@ -153,7 +153,9 @@ class LocalModel:
         self.max_string_chars = max_string_chars
         self.max_items = max_items
         self.weights = Path(weights) if weights else None
-        self.name = (self.weights.name if self.weights else "SmolLM2-135M-Instruct.Q4_1.gguf").removesuffix(".gguf")
+        self.name = (self.weights.name if self.weights else "SmolLM2-135M-Instruct.Q4_1.gguf").removesuffix(
+            ".gguf"
+        )
         self._server: Any = None
         self._sha256: str | None = None
 
@@ -217,12 +219,16 @@ class LocalModel:
         try:
             return xllamacpp.json_schema_to_grammar(bounded)
         except ValueError as error:
-            raise LocalModelError(f"llama.cpp cannot turn this JSON schema into a grammar: {error}") from error
+            raise LocalModelError(
+                f"llama.cpp cannot turn this JSON schema into a grammar: {error}"
+            ) from error
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         if self._server is None:
             self._server = start_server(
-                server_params(self._weights_path(), n_threads=self.n_threads, n_ctx=self.n_ctx, seed=self.seed)
+                server_params(
+                    self._weights_path(), n_threads=self.n_threads, n_ctx=self.n_ctx, seed=self.seed
+                )
             )
         try:
             result = self._server.handle_chat_completions(self._request(prompt))

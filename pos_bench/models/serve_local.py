@@ -30,7 +30,11 @@ def serve_embedded(
     in background threads of this process and stops when the block exits.
     """
     params = server_params(
-        Path(weights) if weights else embedded_weights(), n_threads=n_threads, n_ctx=n_ctx, seed=seed, port=port
+        Path(weights) if weights else embedded_weights(),
+        n_threads=n_threads,
+        n_ctx=n_ctx,
+        seed=seed,
+        port=port,
     )
     params.model_alias = {SERVED_NAME}
     server = start_server(params)

@@ -17,16 +17,34 @@ def toy_run(root: Path, method: str, model: str) -> None:
         "runner": {"backend": "threading", "progress": False},
     }
     name = method.split(".")[0]
-    run(cfg, root / "alfworld" / name / model, {"bench": "alfworld", "method": name, "model": model, "label": "smoke"})
+    run(
+        cfg,
+        root / "alfworld" / name / model,
+        {"bench": "alfworld", "method": name, "model": model, "label": "smoke"},
+    )
 
 
 def paper_rows() -> pd.DataFrame:
-    return pd.DataFrame([
-        {"backbone": "Qwen3.7-Plus", "benchmark": "alfworld", "method": "raw", "value": 62.69,
-         "metric": "success_rate", "n_cases": 134},
-        {"backbone": "Qwen3.7-Plus", "benchmark": "alfworld", "method": "pos", "value": 88.81,
-         "metric": "success_rate", "n_cases": 134},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "backbone": "Qwen3.7-Plus",
+                "benchmark": "alfworld",
+                "method": "raw",
+                "value": 62.69,
+                "metric": "success_rate",
+                "n_cases": 134,
+            },
+            {
+                "backbone": "Qwen3.7-Plus",
+                "benchmark": "alfworld",
+                "method": "pos",
+                "value": 88.81,
+                "metric": "success_rate",
+                "n_cases": 134,
+            },
+        ]
+    )
 
 
 def test_our_runs_sit_beside_the_paper_with_their_label(tmp_path):
@@ -51,7 +69,13 @@ def test_figures_are_written(tmp_path):
 
 def test_staged_paper_tables_load(shared):
     paper = load_paper(shared / "spec" / "paper_results.csv")
-    assert len(paper) == 100 and (paper["value"] * paper["n_cases"] / 100).sub(
-        (paper["value"] * paper["n_cases"] / 100).round()).abs().max() < 0.05
+    assert (
+        len(paper) == 100
+        and (paper["value"] * paper["n_cases"] / 100)
+        .sub((paper["value"] * paper["n_cases"] / 100).round())
+        .abs()
+        .max()
+        < 0.05
+    )
     tokens = token_table(pd.read_csv(shared / "spec" / "paper_tokens.csv"), pd.DataFrame())
     assert tokens.loc[("rca100", "pos"), "paper total_tokens_k"] == 1800.13

@@ -17,20 +17,35 @@ def act(action, thought=""):
 
 
 def plan(subtask="explore", *, completed=(), next_route="act", related=()):
-    return json.dumps({
-        "task_state": {"completed": [{"fact": f, "rounds": list(r)} for f, r in completed],
-                       "incomplete": ["find the target"], "blockers": [], "untrusted": []},
-        "contract": "target object in the goal receptacle", "next": next_route, "subtask": subtask,
-        "acceptance_criteria": ["the observation shows it"], "related_rounds": list(related),
-    })
+    return json.dumps(
+        {
+            "task_state": {
+                "completed": [{"fact": f, "rounds": list(r)} for f, r in completed],
+                "incomplete": ["find the target"],
+                "blockers": [],
+                "untrusted": [],
+            },
+            "contract": "target object in the goal receptacle",
+            "next": next_route,
+            "subtask": subtask,
+            "acceptance_criteria": ["the observation shows it"],
+            "related_rounds": list(related),
+        }
+    )
 
 
 def audit(facts=(), *, status="incomplete", integrity="clean", contract="aligned"):
-    return json.dumps({
-        "status": status, "integrity": integrity, "contract_audit": contract,
-        "verified_facts": [{"fact": f, "step": s} for f, s in facts],
-        "evidence": ["quoted"], "gaps": [], "state_update": "none",
-    })
+    return json.dumps(
+        {
+            "status": status,
+            "integrity": integrity,
+            "contract_audit": contract,
+            "verified_facts": [{"fact": f, "step": s} for f, s in facts],
+            "evidence": ["quoted"],
+            "gaps": [],
+            "state_update": "none",
+        }
+    )
 
 
 def run(replies, *, max_turns=5, **settings):
@@ -43,14 +58,28 @@ def run(replies, *, max_turns=5, **settings):
 
 
 def user_text(call):
-    return call["prompt"]["messages"][-1]["content"] if call["role"] != "agent" else call["prompt"]["messages"][1]["content"]
+    return (
+        call["prompt"]["messages"][-1]["content"]
+        if call["role"] != "agent"
+        else call["prompt"]["messages"][1]["content"]
+    )
 
 
 def test_manager_before_and_auditor_after_each_round_and_no_turns_spent_on_them():
     replies = {"agent": [act("look")], "manager": [plan()], "auditor": [audit()]}
     result, calls = run(replies, max_turns=5, steps_per_round=2)
     assert [c["role"] for c in calls] == [
-        "manager", "agent", "agent", "auditor", "manager", "agent", "agent", "auditor", "manager", "agent"]
+        "manager",
+        "agent",
+        "agent",
+        "auditor",
+        "manager",
+        "agent",
+        "agent",
+        "auditor",
+        "manager",
+        "agent",
+    ]
     assert (result.turns, result.steps) == (5, 5)
     assert result.report["rounds"] == 3 and result.report["manager_calls"] == 3
     assert result.report["auditor_calls"] == 2 and result.report["unaudited_steps"] == 1
@@ -92,12 +121,18 @@ def test_only_auditor_verified_and_cited_facts_enter_the_state():
 
 def test_malformed_auditor_header_gets_one_format_repair():
     bad = audit([("hands are empty", 1)], status="finished")
-    replies = {"agent": [act("inventory")], "manager": [plan()], "auditor": [bad, audit([("hands are empty", 1)])]}
+    replies = {
+        "agent": [act("inventory")],
+        "manager": [plan()],
+        "auditor": [bad, audit([("hands are empty", 1)])],
+    }
     result, calls = run(replies, max_turns=2, steps_per_round=1)
     auditor = [c for c in calls if c["role"] == "auditor"]
     assert len(auditor) == 3  # round 1: bad + repair; round 2: valid at once
     repair = auditor[1]["prompt"]["messages"]
-    assert repair[-2] == {"role": "assistant", "content": bad} and "could not be used" in repair[-1]["content"]
+    assert (
+        repair[-2] == {"role": "assistant", "content": bad} and "could not be used" in repair[-1]["content"]
+    )
     assert result.report["auditor_repairs"] == 1 and result.report["audit_failures"] == 0
     assert result.report["verified_facts"][0] == "[round 1, step 1] hands are empty"
 
@@ -132,8 +167,11 @@ def test_the_environment_ending_the_episode_closes_and_audits_the_round():
 
 
 def test_a_spent_last_turn_still_closes_the_round():
-    replies = {"agent": [act("look"), "no json", "no json", "no json", act("look")],
-               "manager": [plan()], "auditor": [audit()]}
+    replies = {
+        "agent": [act("look"), "no json", "no json", "no json", act("look")],
+        "manager": [plan()],
+        "auditor": [audit()],
+    }
     result, calls = run(replies, max_turns=3, steps_per_round=2)
     assert result.spent_turns == 1
     roles = [c["role"] for c in calls]

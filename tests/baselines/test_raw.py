@@ -15,8 +15,11 @@ def play_raw(turns, replies):
 
 
 def test_prompt_at_step_k_holds_every_earlier_step_in_full():
-    replies = ['{"thought": "first", "action": "inventory"}', '{"thought": "second", "action": "look"}',
-               '{"thought": "third", "action": "inventory"}']
+    replies = [
+        '{"thought": "first", "action": "inventory"}',
+        '{"thought": "second", "action": "look"}',
+        '{"thought": "third", "action": "inventory"}',
+    ]
     prompts, method = play_raw(3, replies)
     system, user = prompts[2]
     assert system["content"] == ToyBenchmark().brief.system

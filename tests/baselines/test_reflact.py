@@ -11,8 +11,15 @@ def run(replies, *, max_turns=3, text_version="2.1.2"):
     bench = ToyBenchmark(n_tasks=4, text_version=text_version)
     log = Transcript()
     model = Recorded(ScriptedModel({"agent": replies}), log)
-    result = play(bench.tasks()[0], bench.make_env(model), ReflAct(model), model, brief=bench.brief,
-                  max_turns=max_turns, log=log)
+    result = play(
+        bench.tasks()[0],
+        bench.make_env(model),
+        ReflAct(model),
+        model,
+        brief=bench.brief,
+        max_turns=max_turns,
+        log=log,
+    )
     return result, log.of_kind("call")
 
 
@@ -26,8 +33,11 @@ def previous_steps(call):
 
 
 def test_prompt_holds_earlier_reflections_actions_and_observations():
-    replies = [reflect("I hold nothing in the middle of the room; plan: search the shelf.", "go to shelf 1"),
-               reflect("At shelf 1, hands empty.", "inventory"), reflect("x", "look")]
+    replies = [
+        reflect("I hold nothing in the middle of the room; plan: search the shelf.", "go to shelf 1"),
+        reflect("At shelf 1, hands empty.", "inventory"),
+        reflect("x", "look"),
+    ]
     _, calls = run(replies)
     steps = previous_steps(calls[2])
     assert [(s["reflection"], s["action"]) for s in steps] == [
@@ -46,8 +56,10 @@ def test_schema_has_reflection_in_place_of_thought():
 
 
 def test_a_reply_with_thought_instead_of_reflection_still_fills_memory():
-    _, calls = run([json.dumps({"thought": "my hands are empty", "action": "inventory"}), reflect("r", "look")],
-                   max_turns=2)
+    _, calls = run(
+        [json.dumps({"thought": "my hands are empty", "action": "inventory"}), reflect("r", "look")],
+        max_turns=2,
+    )
     assert previous_steps(calls[1])[0]["reflection"] == "my hands are empty"
 
 

@@ -12,26 +12,47 @@ TASK = ToyBenchmark(n_tasks=4).tasks()[0]
 
 
 def turn(action, *, where="middle of the room", visited=(), holding="", thought=""):
-    return json.dumps({"goal": "find the target", "locations_visited": list(visited), "current_location": where,
-                       "current_inventory": holding, "thought": thought, "action": action})
+    return json.dumps(
+        {
+            "goal": "find the target",
+            "locations_visited": list(visited),
+            "current_location": where,
+            "current_inventory": holding,
+            "thought": thought,
+            "action": action,
+        }
+    )
 
 
 def run(replies, *, max_turns=3, text_version="2.1.2", **settings):
     bench = ToyBenchmark(n_tasks=4, text_version=text_version)
     log = Transcript()
     model = Recorded(ScriptedModel({"agent": replies}), log)
-    result = play(TASK, bench.make_env(model), StateAct(model, **settings), model, brief=bench.brief,
-                  max_turns=max_turns, log=log)
+    result = play(
+        TASK,
+        bench.make_env(model),
+        StateAct(model, **settings),
+        model,
+        brief=bench.brief,
+        max_turns=max_turns,
+        log=log,
+    )
     return result, log.of_kind("call")
 
 
 def test_prompt_holds_earlier_state_blocks_with_their_observations():
-    replies = [turn("go to shelf 1", thought="check the shelf"),
-               turn("inventory", where="shelf 1", visited=["shelf 1"]), turn("look")]
+    replies = [
+        turn("go to shelf 1", thought="check the shelf"),
+        turn("inventory", where="shelf 1", visited=["shelf 1"]),
+        turn("look"),
+    ]
     _, calls = run(replies)
     third = calls[2]["prompt"]["messages"][1]["content"].split("Your trajectory so far:")[1]
     assert "> goal: find the target\nlocations visited: None\ncurrent location: middle of the room\n" in third
-    assert "current inventory: None\nthought: check the shelf\naction: go to shelf 1\nYou arrive at shelf 1." in third
+    assert (
+        "current inventory: None\nthought: check the shelf\naction: go to shelf 1\nYou arrive at shelf 1."
+        in third
+    )
     assert "locations visited: shelf 1\ncurrent location: shelf 1" in third
     assert "action: inventory\nYou are not carrying anything." in third
     first = calls[0]["prompt"]["messages"][1]["content"].split("Your trajectory so far:")[1]
@@ -41,8 +62,14 @@ def test_prompt_holds_earlier_state_blocks_with_their_observations():
 def test_schema_asks_for_the_state_block_before_the_action():
     _, calls = run([turn("look")], max_turns=1)
     schema = calls[0]["prompt"]["schema"]
-    assert list(schema["properties"]) == ["goal", "locations_visited", "current_location", "current_inventory",
-                                          "thought", "action"]
+    assert list(schema["properties"]) == [
+        "goal",
+        "locations_visited",
+        "current_location",
+        "current_inventory",
+        "thought",
+        "action",
+    ]
     assert set(schema["required"]) == set(schema["properties"])
 
 
@@ -58,9 +85,13 @@ def test_examples_follow_the_grammar_of_the_admissible_commands():
 def test_correction_rewrites_put_commands_and_feedback():
     assert to_2_1_2("put egg 2 in/on cabinet 1") == "move egg 2 to cabinet 1"
     assert to_2_1_2("You put the egg 2 in/on the cabinet 1.") == "You move the egg 2 to the cabinet 1."
-    assert to_2_1_2("You arrive at loc 4. The fridge 1 is closed.") == "You arrive at fridge 1. The fridge 1 is closed."
+    assert (
+        to_2_1_2("You arrive at loc 4. The fridge 1 is closed.")
+        == "You arrive at fridge 1. The fridge 1 is closed."
+    )
     assert state_block({"goal": "g", "locations_visited": ["a", "b"]}, "look").startswith(
-        "> goal: g\nlocations visited: a, b\ncurrent location: None")
+        "> goal: g\nlocations visited: a, b\ncurrent location: None"
+    )
 
 
 def test_repeat_stop_ends_model_calls_and_env_steps():

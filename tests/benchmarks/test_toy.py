@@ -16,7 +16,10 @@ def test_reset_shows_the_task_and_the_admissible_commands():
 
 
 def test_text_versions_differ_as_alfworld_does():
-    for version, put, arrive in (("2.1.2", "move", "You arrive at drawer 1."), ("2.1.1", "put", "You arrive at loc 3.")):
+    for version, put, arrive in (
+        ("2.1.2", "move", "You arrive at drawer 1."),
+        ("2.1.1", "put", "You arrive at loc 3."),
+    ):
         env, first = env_and_first(version)
         obs = env.step("go to drawer 1")
         assert obs.text.startswith(arrive)

@@ -99,9 +99,15 @@ def test_context_overflow_raises_a_clear_error():
 def test_serve_embedded_speaks_openai_chat_over_loopback():
     with serve_embedded(n_ctx=1024) as base_url:
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        body = {"model": SERVED_NAME, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8}
+        body = {
+            "model": SERVED_NAME,
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+        }
         request = urllib.request.Request(
-            f"{base_url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            f"{base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
             data = json.load(response)
@@ -112,9 +118,16 @@ def test_serve_embedded_speaks_openai_chat_over_loopback():
 
 
 def test_free_form_objects_get_short_keys_and_scalar_values():
-    schema = {"type": "object", "properties": {
-        "attributes": {"type": "object", "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
-        "arguments": {"type": "object", "additionalProperties": True}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "attributes": {
+                "type": "object",
+                "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+            "arguments": {"type": "object", "additionalProperties": True},
+        },
+    }
     bounded = bounded_schema(schema, max_chars=50, max_items=3)["properties"]
     for name in ("attributes", "arguments"):
         node = bounded[name]

@@ -144,7 +144,9 @@ def test_a_spent_budget_fails_the_call_with_the_last_error(stub):
 
 
 def test_client_errors_are_not_retried(stub):
-    wrong_path = OpenAIModel("m", base_url=f"{stub.url}/nowhere", api_key_env="STUB_OPENAI_KEY", timeout=PATIENT)
+    wrong_path = OpenAIModel(
+        "m", base_url=f"{stub.url}/nowhere", api_key_env="STUB_OPENAI_KEY", timeout=PATIENT
+    )
     with pytest.raises(RuntimeError, match="HTTP 404"):
         Retrying(wrong_path, FAST).generate(policy_prompt())
     assert len(stub.requests) == 1
