@@ -4,18 +4,24 @@ Plays N toy episodes (method raw) against a loopback OpenAI-compatible stub that
 through the real `openai` SDK and the runner, and compares the wall time with the critical path (the longest
 episode's calls × delay). Then replays the recorded run from the response cache with the server stopped.
 
+The stub runs in its own process, as a real endpoint would: in-process, its request handling would compete
+with the episodes for the interpreter lock and be counted as client overhead.
+
     .venv/bin/python scripts/bench_concurrency.py --episodes 64 --turns 5 --delay 0.2 --jobs 64
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,6 +44,29 @@ def config(args: argparse.Namespace, model: dict, jobs: int, cache: dict) -> dic
         "cache": cache,
         "retry": {},
     }
+
+
+def serve(delay: float, channel) -> None:
+    """Child process: run the stub until told to stop, then report its highest number of requests in flight."""
+    with StubOpenAI(delay=delay) as stub:
+        channel.send(stub.url)
+        channel.recv()
+        channel.send(stub.max_in_flight)
+
+
+@contextlib.contextmanager
+def stub_process(delay: float) -> Iterator[tuple[str, dict]]:
+    """The stub's URL and, after the block, `{"max_in_flight": n}`."""
+    ours, theirs = multiprocessing.Pipe()
+    child = multiprocessing.get_context("spawn").Process(target=serve, args=(delay, theirs), daemon=True)
+    child.start()
+    report: dict = {}
+    try:
+        yield ours.recv(), report
+    finally:
+        ours.send("stop")
+        report["max_in_flight"] = ours.recv()
+        child.join(timeout=10)
 
 
 def timed(cfg: dict, run_dir: Path) -> tuple[float, list[dict]]:
@@ -67,11 +96,11 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench_concurrency_"))
     cache = {"mode": "read_write", "path": str(root / "cache.sqlite")}
     figures: dict[str, float] = {}
-    with StubOpenAI(delay=args.delay) as stub:
+    with stub_process(args.delay) as (url, stub):
         model = {
             "_target_": "pos_bench.models.openai.OpenAIModel",
             "model": "stub-model",
-            "base_url": f"{stub.url}/v1",
+            "base_url": f"{url}/v1",
             "api_key_env": "BENCH_STUB_KEY",
             "max_concurrency": args.max_concurrency,
         }
@@ -86,11 +115,11 @@ def main() -> None:
             parallel_jobs=args.jobs,
             parallel_wall_s=round(wall, 3),
             parallel_over_critical=round(wall / critical, 3),
-            server_max_in_flight=stub.max_in_flight,
         )
         if not args.skip_serial:
             serial, _ = timed(config(args, model, 1, {"mode": "off"}), root / "serial")
             figures.update(serial_wall_s=round(serial, 3), serial_over_critical=round(serial / critical, 3))
+    figures["server_max_in_flight"] = stub["max_in_flight"]
     replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(root / "parallel")}
     replay_wall, _ = timed(config(args, replay, 1, cache), root / "replay")
     figures.update(

@@ -92,6 +92,9 @@ class StubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real servers do: no TCP handshake per request
+            # Headers and body leave in two writes; with Nagle on, the body would wait for the client's
+            # delayed ACK (tens of ms per reply), a latency no real server adds.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 stub._handle(self)
