@@ -5,7 +5,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from baselines.passport import SituationPassport, constraint_text
+from baselines.passport import SituationPassport
+from baselines.passport_protocol import constraint_text
 from baselines.passport_records import Health, ReplyShape, read_reply
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
