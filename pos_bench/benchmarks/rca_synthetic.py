@@ -187,9 +187,7 @@ def answer_key(plan: Plan) -> dict:
 
 
 def _json(path: Path, payload: object) -> None:
-    path.write_text(
-        json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    path.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
 def write_case(out: Path, seed: int, number: int) -> Plan:
