@@ -19,7 +19,16 @@ from typing import Any
 
 from pos_bench.benchmarks import loca_course, loca_inventory, loca_mail
 from pos_bench.benchmarks.loca_catalog import ToolError, catalog_order, catalog_outline
-from pos_bench.benchmarks.loca_workspace import SCALES, SEEDS, VIRTUAL_ROOT, Case, Family, Workspace, changes
+from pos_bench.benchmarks.loca_workspace import (
+    CLAIM_DONE,
+    SCALES,
+    SEEDS,
+    VIRTUAL_ROOT,
+    Case,
+    Family,
+    Workspace,
+    changes,
+)
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
@@ -93,11 +102,10 @@ class LocaEnv:
             "scale": case.scale,
             "env_tokens": case.env_tokens,
         }
-        files = sorted(self._ws.snapshot()) or "none"
         text = OPENING.format(
             root=VIRTUAL_ROOT,
-            files=", ".join(files) if isinstance(files, list) else files,
-            catalog=json.dumps(catalog_outline(self._schemas), indent=1),
+            files=", ".join(sorted(self._ws.snapshot())) or "none",
+            catalog=json.dumps(catalog_outline(self._schemas)),
         )
         return self._observe(text, "started")
 
@@ -135,12 +143,12 @@ class LocaEnv:
     def _call(self, action: ToolCall) -> tuple[str, str]:
         tool = self._tools.get(action.name)
         if tool is None:
-            return UNKNOWN_TOOL.format(name=action.name, names=", ".join(sorted(self._tools))), "invalid"
+            return UNKNOWN_TOOL.format(name=action.name, names=", ".join(sorted(self._tools))), "unknown_tool"
         arguments = {k: v for k, v in action.arguments.items() if v is not None or k in tool.required}
         before = self._ws.snapshot()
         try:
             tool.check(arguments)
-            if tool.name == "claim_done":
+            if tool.name == CLAIM_DONE.name:
                 return self._claim(), "claimed"
             text = tool.handler(self._ws, arguments)
         except ToolError as error:

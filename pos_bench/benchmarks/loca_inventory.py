@@ -28,6 +28,7 @@ from pos_bench.benchmarks.loca_workspace import (
     nominal_tokens,
     page,
     uid,
+    write_text,
 )
 
 NAME = "inventory_alert"
@@ -143,8 +144,7 @@ def _write_csv(ws: Workspace, args: Mapping[str, Any]) -> str:
     writer.writerow(args["header"])
     writer.writerows(rows)
     path = ws.resolve(args["path"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(buffer.getvalue(), encoding="utf-8")
+    write_text(path, buffer.getvalue())
     return f"Wrote {len(rows)} rows to {ws.virtual(path)}."
 
 

@@ -259,6 +259,8 @@ class Workspace:
 
     def resolve(self, path: str) -> Path:
         """`/workspace/a/b` or `a/b` → the real path; anything outside the agent folder is refused."""
+        if "\x00" in path:
+            raise ToolError("a path may not contain a NUL character")
         posix = PurePosixPath(path.strip() or ".")
         if posix.is_absolute():
             try:
@@ -267,6 +269,8 @@ class Workspace:
                 raise ToolError(f"path {path!r} is outside {VIRTUAL_ROOT}; use a path under it") from None
         if ".." in posix.parts:
             raise ToolError(f"path {path!r} may not contain '..'")
+        if any(len(part.encode()) > 255 for part in posix.parts):
+            raise ToolError("a file or folder name may be at most 255 bytes long")
         return self.agent_dir.joinpath(*posix.parts)
 
     def virtual(self, real: Path) -> str:
@@ -298,6 +302,17 @@ def changes(
     ]
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a file for a tool; a path the filesystem refuses (too long, a file in the way) is a tool error."""
+    if path.is_dir():
+        raise ToolError(f"{path.name or '/workspace'!r} is a directory; give a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ToolError(f"cannot write {path.name!r}: {error.strerror}") from None
+
+
 def _list_directory(ws: Workspace, args: Mapping[str, Any]) -> str:
     folder = ws.resolve(args.get("path") or VIRTUAL_ROOT)
     if not folder.is_dir():
@@ -322,10 +337,7 @@ def _read_file(ws: Workspace, args: Mapping[str, Any]) -> str:
 
 def _write_file(ws: Workspace, args: Mapping[str, Any]) -> str:
     path = ws.resolve(args["path"])
-    if path == ws.agent_dir or path.is_dir():
-        raise ToolError(f"{args['path']!r} is a directory; give a file path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(args["content"], encoding="utf-8")
+    write_text(path, args["content"])
     return f"Wrote {len(args['content'].encode())} bytes to {ws.virtual(path)}."
 
 

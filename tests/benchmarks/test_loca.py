@@ -238,6 +238,7 @@ def test_errors_are_observations_that_consume_the_call():
     env.reset(task("mail_calendar"))
     unknown = env.step(ToolCall("email_delete_everything", {}))
     assert "unknown tool" in unknown.text and "email_list_messages" in unknown.text and not unknown.done
+    assert unknown.info["status"] == "unknown_tool" and unknown.info["tool_uses"] == 1
     extra = env.step(ToolCall("email_read_message", {"message_id": "x", "folder": "inbox"}))
     missing = env.step(ToolCall("calendar_create_event", {"title": "x"}))
     typed = env.step(ToolCall("email_list_messages", {"limit": "ten"}))
@@ -265,6 +266,8 @@ def test_paths_stay_inside_the_agent_workspace_and_changes_are_reported():
     env.reset(task("inventory_alert"))
     for path in ("../local_db/inventory.json", "/etc/passwd", "/workspace/../local_db/inventory.json"):
         assert env.step(ToolCall("fs_read_file", {"path": path})).info["status"] == "error"
+    for path in ("a\x00b.txt", "alert_template.csv/inner.txt", "/workspace", "x" * 300):
+        assert env.step(ToolCall("fs_write_file", {"path": path, "content": "x"})).info["status"] == "error"
     created = env.step(ToolCall("fs_write_file", {"path": "notes/a.txt", "content": "one"}))
     modified = env.step(ToolCall("fs_write_file", {"path": "/workspace/notes/a.txt", "content": "two!"}))
     same = env.step(ToolCall("fs_write_file", {"path": "notes/a.txt", "content": "two!"}))
