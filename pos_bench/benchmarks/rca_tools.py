@@ -155,8 +155,9 @@ def to_us(column: pd.Series) -> pd.Series:
         size = values.abs().median() if len(values) else 0.0
         factor = 1e-3 if size > 1e17 else 1.0 if size > 1e14 else 1e3 if size > 1e11 else 1e6
         return (values * factor).round().astype("int64")
-    stamps = pd.to_datetime(column, utc=True, format="ISO8601")
-    return stamps.dt.as_unit("us").astype("int64")
+    # One unreadable stamp in a real case must not make the whole case unreadable: it shows as the epoch.
+    stamps = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+    return stamps.fillna(pd.Timestamp(0, tz="UTC")).dt.as_unit("us").astype("int64")
 
 
 def shown(us: float) -> str:
@@ -174,7 +175,10 @@ def _similar(name: str, names: list[str], n: int = 10) -> list[str]:
 
 
 def _event_record(raw: str) -> dict[str, Any]:
-    event = json.loads(raw)
+    try:
+        event = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (json.JSONDecodeError, TypeError, ValueError):
+        event = {"message": str(raw)}  # shown as text rather than hiding the row
     target = event.get("involvedObject") or {}
     return {
         "last_time": event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"),
@@ -453,7 +457,8 @@ class QueryTools:
         alerts = []
         for r in self.alerts.head(limit).itertuples(index=False):
             try:
-                value = json.loads(r.data).get("currentValue") if isinstance(r.data, str) else None
+                data = json.loads(r.data) if isinstance(r.data, str) else r.data
+                value = data.get("currentValue") if isinstance(data, Mapping) else None
             except json.JSONDecodeError:
                 value = None
             alerts.append(

@@ -211,3 +211,19 @@ def test_schemas_match_the_tool_signatures(tools):
 )
 def test_times_in_any_unit_or_format_show_in_shanghai_time(values):
     assert shown(to_us(pd.Series(values)).iloc[0]) == "2025-09-01T10:00:00+08:00"
+
+
+def test_unreadable_times_and_events_are_shown_not_fatal():
+    case = big_case()
+    odd = CaseData(
+        {},
+        case.topology,
+        case.metrics,
+        case.logs.assign(_time_=["not a time"] + list(case.logs["_time_"][1:])),
+        case.traces,
+        pd.DataFrame({"eventId": ["plain text event"]}),
+        case.alerts,
+    )
+    tools = QueryTools(odd)
+    assert ask(tools, "search_logs", keyword="line 0 ")["lines"][0]["time"] == "1970-01-01T08:00:00+08:00"
+    assert ask(tools, "get_k8s_events")["events"][0]["message"] == "plain text event"
