@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 """Bump when the output changes, so cached case sets are regenerated."""
 TZ = timezone(timedelta(hours=8))
 START = datetime(2025, 9, 1, 10, 0, tzinfo=TZ)

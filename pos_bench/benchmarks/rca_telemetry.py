@@ -290,6 +290,9 @@ class _Drawer:
             name = f"load-generator-{rng.getrandbits(36):09x}"
             text = "0/3 nodes are available: 3 Insufficient memory."
             self.events.append((8.0, _event("FailedScheduling", "Pod", name, text, 8.0, "Warning", 3)))
+            # Distractors: the load generator is not part of the shop, whatever happens to it.
+            text = "Container load-generator was OOMKilled (exit code 137)"
+            self.events.append((6.0, _event("OOMKilled", "Pod", name, text, 6.0, "Warning")))
         root_pods = [pod for pod, (service, _) in plan.pods.items() if service == plan.root]
         if plan.fault == "podCrashLoop":
             for pod in root_pods:

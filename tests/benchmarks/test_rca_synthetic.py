@@ -70,3 +70,13 @@ def test_answer_keys_follow_the_gt_schema_and_name_a_service_or_node(generated):
         alert = json.loads((out / "cases" / case_id / "task.json").read_text())["alert_entity"]["entity_name"]
         assert not alert.startswith(f"{entity}::")  # the alert surfaces upstream of the root cause
     assert seen == set(FAULT_ROOTS)
+
+
+def test_events_include_the_kubernetes_reasons_the_spec_names(generated):
+    out, ids = generated
+    reasons = {
+        json.loads(raw)["reason"]
+        for case_id in ids
+        for raw in pd.read_parquet(out / "cases" / case_id / "events.parquet")["eventId"]
+    }
+    assert reasons >= {"BackOff", "ScalingReplicaSet", "FailedScheduling", "OOMKilled"}
