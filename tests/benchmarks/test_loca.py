@@ -12,6 +12,7 @@ from pos_bench.benchmarks.loca_catalog import ROLES, domain_of, role_of, tool_ca
 from pos_bench.benchmarks.loca_workspace import SCALES, SEEDS, nominal_tokens
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
+from pos_bench.runner import run as run_config
 from pos_bench.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, Task, ToolCall
@@ -393,3 +394,36 @@ def test_written_csv_is_what_the_checker_reads(tmp_path: Path):
     read = json.loads(env.step(ToolCall("sheets_read_csv", {"path": "outputs/x.csv"})).text)
     assert read["rows"] == list(csv.reader(io.StringIO('a,b\n1,"two, three"\n')))
     env.close()
+
+
+def test_a_scripted_model_plays_through_runner_loop_and_raw_history(tmp_path):
+    replies = [
+        '{"thought": "see the warehouses", "action": {"name": "inventory_list_warehouses", "arguments": {}}}',
+        "I think I am done.",
+        '{"thought": "nothing written yet, but stop", "action": {"name": "claim_done", "arguments": {}}}',
+    ]
+    config = {
+        "bench": {
+            "_target_": "pos_bench.benchmarks.loca.LocaBenchmark",
+            "families": ["inventory_alert"],
+            "limit": 1,
+        },
+        "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
+        "model": {"_target_": "pos_bench.models.scripted.ScriptedModel", "replies": {"agent": replies}},
+        "runner": {"backend": "threading", "progress": False},
+        "roles": {},
+        "cache": {"mode": "off"},
+    }
+    summary = run_config(config, tmp_path, {"label": "test"})
+    assert (summary.episodes, summary.errors, summary.successes) == (1, 0, 0)
+    (result,) = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert result["steps"] == 2 and result["extras"]["claimed_done"] and result["extras"]["tool_uses"] == 2
+    assert result["task_meta"] == {"family": "inventory_alert", "scale": "8k", "seed": 42}
+    (episode,) = (tmp_path / "episodes").iterdir()
+    events = [json.loads(x) for x in (episode / "events.jsonl").read_text().splitlines()]
+    steps = [e for e in events if e["kind"] == "step"]
+    assert (
+        "Rotterdam" in steps[0]["observation"]["text"] and "Check failed" in steps[1]["observation"]["text"]
+    )
+    second_prompt = [e for e in events if e["kind"] == "call"][1]["prompt"]["messages"][1]["content"]
+    assert "inventory_list_warehouses" in second_prompt.split("Previous steps:")[1]
