@@ -101,9 +101,15 @@ def real(data_dir: str | None, answer_key: str | None) -> Dataset:
     root = next((r for r in roots if (r / "manifest.txt").is_file() and (r / "cases").is_dir()), None)
     key = next((k for k in keys if k.is_dir() and any(k.glob("*.gt.json"))), None)
     if root is None or key is None:
-        searched = [f"cases: {', '.join(map(str, roots)) or 'none given'}"]
-        searched.append(f"answer key: {', '.join(map(str, keys)) or 'none given'}")
-        raise FileNotFoundError(f"RCA-100 data not found ({'; '.join(searched)}). {HOW_TO_GET}")
+        missing = [
+            f"{what} not found (searched: {', '.join(map(str, places)) or 'nothing given'})"
+            for what, found, places in (
+                ("cases (manifest.txt + cases/)", root, roots),
+                ("answer key (*.gt.json)", key, keys),
+            )
+            if found is None
+        ]
+        raise FileNotFoundError(f"RCA-100 {'; '.join(missing)}. {HOW_TO_GET}")
     return Dataset(root / "cases", key, read_manifest(root / "manifest.txt"), "real")
 
 

@@ -56,13 +56,20 @@ def test_missing_real_data_is_one_clear_error(tmp_path, clean_env):
     with pytest.raises(FileNotFoundError) as caught:
         RCABenchmark(source="real", data_dir=str(tmp_path / "nowhere")).tasks()
     message = str(caught.value)
-    assert str(tmp_path / "nowhere") in message and rca_data.DATA_URL in message
+    assert message.startswith("RCA-100 cases (manifest.txt + cases/) not found (searched: ")
+    assert (
+        str(tmp_path / "nowhere") in message
+        and "answer key (*.gt.json) not found" in message
+        and rca_data.DATA_URL in message
+    )
     assert "Alibaba Cloud AIOps Team" in message and "bench.source=synthetic" in message
 
 
 def test_missing_labels_or_case_files_are_named(real_layout, clean_env):
     data, key = real_layout
-    with pytest.raises(FileNotFoundError, match="answer key: .*labels_elsewhere"):
+    with pytest.raises(
+        FileNotFoundError, match=r"RCA-100 answer key \(\*.gt.json\) not found \(searched: .*labels_elsewhere"
+    ):
         RCABenchmark(
             source="real", data_dir=str(data), answer_key=str(data.parent / "labels_elsewhere")
         ).tasks()
