@@ -1,7 +1,11 @@
 import csv
+import hashlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +21,7 @@ from pos_bench.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, Task, ToolCall
 
+REPO = Path(__file__).resolve().parents[2]
 ME = "alex.morgan@northwind.example"
 
 
@@ -213,6 +218,23 @@ def test_generation_is_byte_identical_and_the_answer_ignores_scale(family):
         bigger = generate(family, seed, "32k")
         assert bigger.truth == first.truth and bigger.instruction == first.instruction
     assert generate(family, 42, "8k").truth != generate(family, 123, "8k").truth
+
+
+def digest(family, seed, scale):
+    case = generate(family, seed, scale)
+    return hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(case.rendered().items()))).hexdigest()
+
+
+def test_generation_does_not_depend_on_the_process_or_its_hash_seed():
+    code = (
+        "from tests.benchmarks.test_loca import digest, FAMILIES; "
+        "print(' '.join(digest(f, 2024, '16k') for f in FAMILIES))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [digest(f, 2024, "16k") for f in FAMILIES]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
