@@ -73,12 +73,14 @@ class Oracle(MethodBase):
     def __init__(self, model=None):
         self.plan = investigate()
         self.seen = []
+        self.notes = []
 
     def start(self, task, brief, first):
         self.seen.append(first)
         self.next = next(self.plan)
 
     def prompt(self, obs):
+        self.notes.append(obs.notes)
         return Decision(thought="rules", action=self.next)
 
     def update(self, step):
@@ -307,7 +309,8 @@ def test_brief_carries_catalog_method_and_contract():
 def test_final_turn_note_reaches_the_last_turn(dataset):
     oracle = Oracle()
     result = run(dataset, oracle, max_turns=2)
-    assert result.turns == 2 and RCABenchmark().brief.final_turn_note not in oracle.seen[0].notes
+    note = RCABenchmark().brief.final_turn_note
+    assert result.turns == 2 and oracle.notes == [(), (note,)] and "submit_root_cause" in note
 
 
 def test_benchmark_slices_the_manifest_and_config_composes(monkeypatch, tmp_path_factory):
