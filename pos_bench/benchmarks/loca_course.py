@@ -78,6 +78,27 @@ def _noise(seed: int, course: str, published: list[str], i: int) -> tuple[str, l
     return "student", records
 
 
+def _roster(rng: random.Random, seed: int, course: str, published: list[str]) -> tuple[list, list, dict]:
+    """The students who decide the answer: one dropped and 4–7 active, most with gaps (some drafts), and
+    the expected listing."""
+    students, submissions, expected = [], [], {}
+    for j in range(rng.randint(4, 7) + 1):
+        sid = uid("stu", seed, "core", j)
+        status = "dropped" if j == 0 else "active"
+        students.append(_student(rng, sid, course, status))
+        missing = set(rng.sample(published, rng.randint(0 if j % 3 == 2 else 1, 3)))
+        for aid in published:
+            if aid not in missing:
+                submissions.append(
+                    _submission(rng, sid, aid, rng.choice(("submitted", "graded")), (seed, j, aid))
+                )
+            elif rng.random() < 0.4:
+                submissions.append(_submission(rng, sid, aid, "draft", (seed, j, aid)))
+        if status == "active" and missing:
+            expected[sid] = sorted(missing)
+    return students, submissions, expected
+
+
 def generate(seed: int, scale: str) -> Case:
     rng = random.Random(f"{NAME}/{seed}")
     (title, dept), *other_courses = rng.sample(COURSES, 3)
@@ -98,21 +119,7 @@ def generate(seed: int, scale: str) -> Case:
         for j in range(6)
     ]
     published = [a["assignment_id"] for a in assignments if a["published"]]
-    students, submissions, expected = [], [], {}
-    for j in range(rng.randint(4, 7) + 1):
-        sid = uid("stu", seed, "core", j)
-        status = "dropped" if j == 0 else "active"
-        students.append(_student(rng, sid, course, status))
-        missing = set(rng.sample(published, rng.randint(0 if j % 3 == 2 else 1, 3)))
-        for aid in published:
-            if aid not in missing:
-                submissions.append(
-                    _submission(rng, sid, aid, rng.choice(("submitted", "graded")), (seed, j, aid))
-                )
-            elif rng.random() < 0.4:
-                submissions.append(_submission(rng, sid, aid, "draft", (seed, j, aid)))
-        if status == "active" and missing:
-            expected[sid] = sorted(missing)
+    students, submissions, expected = _roster(rng, seed, course, published)
     db = {
         "canvas": {
             "courses": courses,

@@ -99,45 +99,56 @@ def _noise(seed: int, i: int) -> tuple[str, dict[str, Any]]:
     return "mail", _mail(uid("msg", seed, "noise", i), address, [ME], subject, body, _sent_date(rng))
 
 
-def generate(seed: int, scale: str) -> Case:
-    rng = random.Random(f"{NAME}/{seed}")
-    topics = rng.sample(TOPICS, 7)
-    people = []
-    while len(people) < 8:
+INSTRUCTION = (
+    f"I am Alex Morgan ({ME}). Please handle the meeting requests in my inbox. A meeting request is a message "
+    "whose subject starts with 'Meeting request: ' and that lists me in its 'to' field; ignore replies "
+    "('Re: ...') and requests sent to someone else, even when I am in cc. For each request: (1) create a "
+    "calendar event whose title is exactly the topic (the subject text after 'Meeting request: '), starting "
+    "at the proposed date and time, lasting the proposed number of minutes, with the sender's address as the "
+    "only attendee; (2) send the sender an email with the subject 'Confirmed: <topic>' (any body). Do not "
+    "create, change or delete any other event and do not send any other email. Call claim_done when finished."
+)
+
+
+def _people(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    people: list[tuple[str, str]] = []
+    while len(people) < n:
         candidate = person(rng)
         if candidate[1] not in {p[1] for p in people}:
             people.append(candidate)
-    inbox, events, expected, confirmations = [], [], [], []
+    return people
+
+
+def _requests(rng: random.Random, seed: int, people, topics) -> tuple[list, list, list]:
+    """The real requests: inbox messages, the events they call for and the confirmations owed."""
+    inbox, expected, confirmations = [], [], []
     for j in range(rng.randint(3, 5)):
-        (name, address), topic, start, minutes = (
-            people[j],
-            topics[j],
-            _slot(rng),
-            rng.choice((30, 45, 60, 90)),
-        )
+        (name, address), topic = people[j], topics[j]
+        start, minutes = _slot(rng), rng.choice((30, 45, 60, 90))
         body = rng.choice(REQUEST_BODIES).format(start=start.replace("T", " "), minutes=minutes, name=name)
-        inbox.append(
-            _mail(
-                uid("msg", seed, "core", j), address, [ME], f"Meeting request: {topic}", body, _sent_date(rng)
-            )
-        )
+        subject = f"Meeting request: {topic}"
+        inbox.append(_mail(uid("msg", seed, "core", j), address, [ME], subject, body, _sent_date(rng)))
         expected.append({"title": topic, "start": start, "duration_minutes": minutes, "attendees": [address]})
         confirmations.append({"to": address, "subject": f"Confirmed: {topic}"})
-    (cname, caddr), (rname, raddr), (oname, oaddr) = people[5], people[6], people[7]
-    inbox.append(
+    return inbox, expected, confirmations
+
+
+def _decoys(rng: random.Random, seed: int, people, topics) -> tuple[list, list, list]:
+    """Near misses that must be left alone: a request to a colleague (the user in cc), a reply to an old
+    request; plus two existing events and one sent message."""
+    (cname, caddr), (rname, raddr), (oname, oaddr) = people[5:8]
+    body = REQUEST_BODIES[0].format(start=_slot(rng).replace("T", " "), minutes=30, name=cname)
+    subject = f"Meeting request: {topics[5]}"
+    inbox = [
         _mail(
             uid("msg", seed, "core", "cc"),
             caddr,
             [oaddr],
-            f"Meeting request: {topics[5]}",
-            REQUEST_BODIES[0]
-            .format(start=_slot(rng).replace("T", " "), minutes=30, name=cname)
-            .replace("Alex", oname.split()[0]),
+            subject,
+            body.replace("Alex", oname.split()[0]),
             _sent_date(rng),
             cc=[ME],
-        )
-    )
-    inbox.append(
+        ),
         _mail(
             uid("msg", seed, "core", "re"),
             raddr,
@@ -145,44 +156,44 @@ def generate(seed: int, scale: str) -> Case:
             f"Re: Meeting request: {topics[6]}",
             f"Hi Alex,\n\nthanks, that meeting is already in my calendar.\n\n{rname}",
             _sent_date(rng),
-        )
-    )
-    for j in range(2):
-        events.append(
-            {
-                "id": uid("evt", seed, "core", j),
-                "title": f"Team standup {j + 1}",
-                "start": _slot(rng),
-                "duration_minutes": 15,
-                "attendees": [people[5 + j][1]],
-            }
-        )
+        ),
+    ]
+    events = [
+        {
+            "id": uid("evt", seed, "core", j),
+            "title": f"Team standup {j + 1}",
+            "start": _slot(rng),
+            "duration_minutes": 15,
+            "attendees": [people[5 + j][1]],
+        }
+        for j in range(2)
+    ]
     sent = [
         _mail(
             uid("msg", seed, "core", "sent"),
             ME,
-            [people[7][1]],
+            [oaddr],
             "Slides for Monday",
             "Attached as promised.",
             _sent_date(rng),
         )
     ]
+    return inbox, events, sent
+
+
+def generate(seed: int, scale: str) -> Case:
+    rng = random.Random(f"{NAME}/{seed}")
+    topics, people = rng.sample(TOPICS, 7), _people(rng, 8)
+    inbox, expected, confirmations = _requests(rng, seed, people, topics)
+    decoy_mail, events, sent = _decoys(rng, seed, people, topics)
+    inbox += decoy_mail
     db = {"email": {"owner": ME, "inbox": inbox, "sent": sent}, "calendar": {"owner": ME, "events": events}}
     for kind, record in fill(nominal_tokens(scale), measure(db), lambda i: _noise(seed, i)):
         (inbox if kind == "mail" else events).append(record)
     inbox.sort(key=lambda m: (m["date"], m["id"]), reverse=True)
     events.sort(key=lambda e: (e["start"], e["id"]))
-    instruction = (
-        f"I am Alex Morgan ({ME}). Please handle the meeting requests in my inbox. A meeting request is a message "
-        "whose subject starts with 'Meeting request: ' and that lists me in its 'to' field; ignore replies "
-        "('Re: ...') and requests sent to someone else, even when I am in cc. For each request: (1) create a "
-        "calendar event whose title is exactly the topic (the subject text after 'Meeting request: '), starting "
-        "at the proposed date and time, lasting the proposed number of minutes, with the sender's address as the "
-        "only attendee; (2) send the sender an email with the subject 'Confirmed: <topic>' (any body). Do not "
-        "create, change or delete any other event and do not send any other email. Call claim_done when finished."
-    )
     truth = {"events": expected, "confirmations": confirmations}
-    return Case(NAME, seed, scale, instruction, db, {}, truth, measure(db))
+    return Case(NAME, seed, scale, INSTRUCTION, db, {}, truth, measure(db))
 
 
 def _normal_start(value: str) -> str:
