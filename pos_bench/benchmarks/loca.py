@@ -19,16 +19,8 @@ from typing import Any
 
 from pos_bench.benchmarks import loca_course, loca_inventory, loca_mail
 from pos_bench.benchmarks.loca_catalog import ToolError, catalog_order, catalog_outline
-from pos_bench.benchmarks.loca_workspace import (
-    CLAIM_DONE,
-    SCALES,
-    SEEDS,
-    VIRTUAL_ROOT,
-    Case,
-    Family,
-    Workspace,
-    changes,
-)
+from pos_bench.benchmarks.loca_generation import SCALES, SEEDS
+from pos_bench.benchmarks.loca_workspace import CLAIM_DONE, VIRTUAL_ROOT, Case, Family, Workspace, changes
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 

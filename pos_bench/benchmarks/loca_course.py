@@ -15,21 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_bench.benchmarks.loca_catalog import Tool, ToolError
-from pos_bench.benchmarks.loca_workspace import (
-    CLAIM_DONE,
-    FS_TOOLS,
-    Case,
-    Family,
-    Verdict,
-    Workspace,
-    compact,
-    fill,
-    measure,
-    nominal_tokens,
-    page,
-    person,
-    uid,
-)
+from pos_bench.benchmarks.loca_generation import compact, fill, measure, nominal_tokens, person, uid
+from pos_bench.benchmarks.loca_workspace import CLAIM_DONE, FS_TOOLS, Case, Family, Verdict, Workspace, page
 
 NAME = "course_unfinished"
 OUTPUT = "outputs/unfinished_assignments.json"

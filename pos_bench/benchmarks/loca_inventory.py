@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_bench.benchmarks.loca_catalog import Tool, ToolError
+from pos_bench.benchmarks.loca_generation import compact, fill, measure, nominal_tokens, uid
 from pos_bench.benchmarks.loca_workspace import (
     CLAIM_DONE,
     FS_TOOLS,
@@ -22,12 +23,7 @@ from pos_bench.benchmarks.loca_workspace import (
     Family,
     Verdict,
     Workspace,
-    compact,
-    fill,
-    measure,
-    nominal_tokens,
     page,
-    uid,
     write_text,
 )
 

@@ -14,22 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from pos_bench.benchmarks.loca_catalog import Tool, ToolError
-from pos_bench.benchmarks.loca_workspace import (
-    CLAIM_DONE,
-    FILLER,
-    FS_TOOLS,
-    Case,
-    Family,
-    Verdict,
-    Workspace,
-    compact,
-    fill,
-    measure,
-    nominal_tokens,
-    page,
-    person,
-    uid,
-)
+from pos_bench.benchmarks.loca_generation import FILLER, compact, fill, measure, nominal_tokens, person, uid
+from pos_bench.benchmarks.loca_workspace import CLAIM_DONE, FS_TOOLS, Case, Family, Verdict, Workspace, page
 
 NAME = "mail_calendar"
 ME = "alex.morgan@northwind.example"

@@ -13,7 +13,7 @@ import pytest
 
 from pos_bench.benchmarks.loca import FAMILIES, LocaBenchmark, LocaEnv, describe_tools, generate, task_id
 from pos_bench.benchmarks.loca_catalog import ROLES, domain_of, role_of, tool_catalog
-from pos_bench.benchmarks.loca_workspace import SCALES, SEEDS, nominal_tokens
+from pos_bench.benchmarks.loca_generation import SCALES, SEEDS, nominal_tokens
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
 from pos_bench.runner import run as run_config
