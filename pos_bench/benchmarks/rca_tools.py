@@ -218,14 +218,13 @@ class QueryTools:
     def call(self, name: str, arguments: Mapping[str, Any]) -> str:
         """Run tool `name`; raises ArgumentError for unknown or ill-typed arguments."""
         tool = self.tools[name]
+        given = {key: value for key, value in arguments.items() if value is not None}  # null = default
         try:
-            inspect.signature(tool).bind(**arguments)
+            inspect.signature(tool).bind(**given)
         except TypeError as err:
             allowed = ", ".join(SPECS[name].args) or "none"
             raise ArgumentError(f"{err}; {name} takes these arguments: {allowed}") from None
-        values = {
-            key: self._coerce(name, key, value) for key, value in arguments.items() if value is not None
-        }
+        values = {key: self._coerce(name, key, value) for key, value in given.items()}
         return json.dumps(tool(**values), ensure_ascii=False, separators=(",", ":"), default=str)
 
     @staticmethod
@@ -277,7 +276,8 @@ class QueryTools:
         }
 
     def list_entities(self, entity_type: str, keyword: str | None = None, limit: int = 50) -> dict[str, Any]:
-        names = sorted({e["name"] for e in self.entities.values() if e.get("type") == entity_type})
+        kind = entity_type.lower()
+        names = sorted({e["name"] for e in self.entities.values() if str(e.get("type")).lower() == kind})
         if keyword:
             names = [n for n in names if keyword.lower() in n.lower()]
         out: dict[str, Any] = {

@@ -116,7 +116,7 @@ def test_tool_results_hold_what_the_spec_lists(tools):
         and overview["k8s_events"] == {"rows": 60}
         and overview["topology"]["edges"] == 80
     )
-    assert ask(tools, "list_entities", entity_type="apm.service", keyword="SVC-14")["matched"] == 10
+    assert ask(tools, "list_entities", entity_type="APM.Service", keyword="SVC-14")["matched"] == 10
     assert ask(tools, "list_entities", entity_type="k8s.pod")["available_types"] == [
         "apm.service",
         "k8s.node",
@@ -177,6 +177,7 @@ def test_logs_traces_events_alerts_order_filter_and_truncate(tools):
         ({"limit": "ten"}, "integer"),
         ({"limit": 2.5}, "integer"),
         ({"entity_name": 7}, "string"),
+        ({"entity_name": None}, "missing a required argument"),
     ],
 )
 def test_bad_arguments_raise_argument_error(tools, arguments, problem):
