@@ -117,6 +117,7 @@ def tool_schemas() -> tuple[dict[str, Any], ...]:
 
 
 TOOLS = tool_schemas()
+SUBMIT_ARGUMENTS = tuple(TOOLS[-1]["function"]["parameters"]["properties"])
 
 
 def cap(text: str, limit: int) -> str:
@@ -192,6 +193,10 @@ class RCAEnv:
             return EXECUTION_ERROR.format(name=action.name, problem=f"{type(err).__name__}: {err}"), "error"
 
     def _submit(self, arguments: Mapping[str, Any]) -> tuple[str, str]:
+        unexpected = sorted(set(arguments) - set(SUBMIT_ARGUMENTS))
+        if unexpected:
+            problem = f"unexpected arguments {unexpected}; it takes {', '.join(SUBMIT_ARGUMENTS)}"
+            return ARGUMENT_MISMATCH.format(name=SUBMIT, problem=problem), "invalid"
         entity, fault_type = arguments.get("root_cause_entity"), arguments.get("fault_type")
         problems = []
         if not isinstance(entity, str) or not entity.strip():

@@ -189,6 +189,12 @@ def test_invalid_submission_is_rejected_uses_the_step_and_keeps_the_case_open(en
     assert env.step(call(SUBMIT, root_cause_entity="cart", fault_type="F003-slowSQL")).done
 
 
+def test_submission_with_unknown_argument_names_is_a_mismatch(env):
+    obs = env.step(call(SUBMIT, root_cause_entity="cart", fault_type="slowSQL", type="function"))
+    assert obs.info["status"] == "invalid" and obs.text.startswith("Argument mismatch for submit_root_cause")
+    assert "'type'" in obs.text and not obs.done and obs.info["tool_uses"] == 1
+
+
 def test_valid_submission_ends_the_episode_at_once(dataset):
     result = run(
         dataset, Fixed(call(SUBMIT, root_cause_entity="cart", fault_type="slowSQL"), call("get_alerts"))
