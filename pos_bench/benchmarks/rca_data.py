@@ -31,7 +31,7 @@ HOW_TO_GET = (
     f"Download RCA-100 v1.1 (manifest.txt and cases/tNNN/ with {len(CASE_FILES)} files each) from {DATA_URL} "
     "and set bench.data_dir or RCA100_DATA to the folder holding manifest.txt and cases/. The labels "
     "(answer_key/tNNN.gt.json) are not public: request them from the Alibaba Cloud AIOps Team and set "
-    "bench.answer_key or RCA100_ANSWER_KEY. Without either, bench.source=synthetic runs the offline stand-in."
+    "bench.answer_key or RCA100_ANSWER_KEY. Offline, bench=rca_synthetic runs the synthetic stand-in."
 )
 
 

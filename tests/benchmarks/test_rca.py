@@ -325,7 +325,7 @@ def test_benchmark_slices_the_manifest_and_config_composes(monkeypatch, tmp_path
     assert all_ids == ["t001", "t002", "t003", "t004"]
     assert [t.id for t in RCABenchmark(n_synthetic=4, start=1, limit=2).tasks()] == ["t002", "t003"]
     with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=["bench=rca100", "bench.limit=2", "bench.n_synthetic=4"])
+        cfg = compose("config", overrides=["bench=rca_synthetic", "bench.limit=2", "bench.n_synthetic=4"])
     bench = instantiate(cfg.bench, _convert_="all")
     assert isinstance(bench, RCABenchmark) and [t.id for t in bench.tasks()] == ["t001", "t002"]
 

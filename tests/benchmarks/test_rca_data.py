@@ -62,7 +62,7 @@ def test_missing_real_data_is_one_clear_error(tmp_path, clean_env):
         and "answer key (*.gt.json) not found" in message
         and rca_data.DATA_URL in message
     )
-    assert "Alibaba Cloud AIOps Team" in message and "bench.source=synthetic" in message
+    assert "Alibaba Cloud AIOps Team" in message and "bench=rca_synthetic" in message
 
 
 def test_missing_labels_or_case_files_are_named(real_layout, clean_env):
