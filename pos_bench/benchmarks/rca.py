@@ -15,7 +15,8 @@ from typing import Any
 
 from pos_bench.benchmarks.rca_catalog import FAULT_TYPES, judge, norm_fault_type
 from pos_bench.benchmarks.rca_data import SOURCES, Dataset, check, load_answer, load_case, resolve
-from pos_bench.benchmarks.rca_tools import SPECS, ArgumentError, QueryTools, schemas
+from pos_bench.benchmarks.rca_tool_specs import SPECS, ArgumentError, schemas
+from pos_bench.benchmarks.rca_tools import QueryTools
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 

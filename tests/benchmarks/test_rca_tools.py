@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from pos_bench.benchmarks.rca_data import CaseData
-from pos_bench.benchmarks.rca_tools import SPECS, ArgumentError, QueryTools, schemas, shown, to_us
+from pos_bench.benchmarks.rca_tool_specs import SPECS, ArgumentError, schemas
+from pos_bench.benchmarks.rca_tools import QueryTools, shown, to_us
 
 T0_US = 1_756_692_000_000_000  # 2025-09-01T10:00:00+08:00
 
