@@ -36,10 +36,13 @@ from pos_bench.benchmarks.clindiag_roles import (
     RulesJudge,
     Submission,
 )
+from pos_bench.benchmarks.guards import cap, mentions_any
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
 SUBMIT = "submit_diagnosis"
+ANSWER_KEY = "answer_key"
+NARROWER = "Ask a narrower question to get the rest."
 SUBSET_CHOICES = ("all", "rare", "challenging")
 PROVIDERS = {"record": RecordProvider, "llm": LLMProvider}
 JUDGES = {"rules": RulesJudge, "llm": LLMJudge}
@@ -163,27 +166,6 @@ def tool_schemas() -> tuple[dict[str, Any], ...]:
 TOOLS = tool_schemas()
 
 
-def cap(text: str, limit: int) -> str:
-    """The first `limit` characters of `text`, with a notice when something was cut (SPEC-BENCH §1.2)."""
-    if len(text) <= limit:
-        return text
-    return (
-        f"{text[:limit]}\n[Observation cut to its first {limit} of {len(text)} characters. "
-        "Ask a narrower question to get the rest.]"
-    )
-
-
-def mentions_answer_key(value: Any) -> bool:
-    """Whether any string in `value` (keys included, at any depth) contains `answer_key`, in any case."""
-    if isinstance(value, str):
-        return "answer_key" in value.lower()
-    if isinstance(value, Mapping):
-        return any(mentions_answer_key(k) or mentions_answer_key(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(mentions_answer_key(v) for v in value)
-    return False
-
-
 @dataclass(frozen=True)
 class _Outcome:
     text: str
@@ -225,7 +207,7 @@ class ClinDiagEnv:
 
     def _observe(self, outcome: _Outcome, tool: str = "") -> Observation:
         return Observation(
-            text=cap(outcome.text, self._obs_cap),
+            text=cap(outcome.text, self._obs_cap, hint=NARROWER),
             tools=TOOLS,
             done=self._submission is not None,
             goal=self._goal,
@@ -238,7 +220,7 @@ class ClinDiagEnv:
         return self._observe(self._call(action), action.name)
 
     def _call(self, action: ToolCall) -> _Outcome:
-        if mentions_answer_key(action.arguments):
+        if mentions_any(action.arguments, (ANSWER_KEY,)):
             return _Outcome(ANSWER_KEY_REJECTED, "rejected")
         if action.name == SUBMIT:
             return self._submit(action.arguments)

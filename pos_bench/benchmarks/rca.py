@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pos_bench.benchmarks.guards import cap, mentions_any
 from pos_bench.benchmarks.rca_catalog import FAULT_TYPES, judge, norm_fault_type
 from pos_bench.benchmarks.rca_data import SOURCES, Dataset, check, load_answer, load_case, resolve
 from pos_bench.benchmarks.rca_tool_specs import SPECS, ArgumentError, schemas
@@ -22,6 +23,7 @@ from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
 SUBMIT = "submit_root_cause"
 REFUSED_FRAGMENTS = ("answer_key", "gt.json", "../", "..\\")
+NARROWER = "Narrow the query (a keyword, an entity, a smaller limit) to see the rest."
 
 _CATALOG = "\n".join(f"- {name}: {meaning}" for name, meaning in FAULT_TYPES.items())
 SYSTEM = f"""You are an on-call site reliability engineer diagnosing one incident in a microservice system on
@@ -121,27 +123,6 @@ TOOLS = tool_schemas()
 SUBMIT_ARGUMENTS = tuple(TOOLS[-1]["function"]["parameters"]["properties"])
 
 
-def cap(text: str, limit: int) -> str:
-    """The first `limit` characters, with a notice when something was cut (SPEC-BENCH §1.2)."""
-    if len(text) <= limit:
-        return text
-    return (
-        f"{text[:limit]}\n[Output cut to its first {limit} of {len(text)} characters. Narrow the query "
-        "(a keyword, an entity, a smaller limit) to see the rest.]"
-    )
-
-
-def refused(value: Any) -> bool:
-    """Whether any string in `value` (keys included, at any depth) names the answer key or a path."""
-    if isinstance(value, str):
-        return any(fragment in value.lower() for fragment in REFUSED_FRAGMENTS)
-    if isinstance(value, Mapping):
-        return any(refused(k) or refused(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(refused(v) for v in value)
-    return False
-
-
 @dataclass(frozen=True)
 class Submission:
     entity: str
@@ -165,7 +146,7 @@ class RCAEnv:
 
     def _observe(self, text: str, tool: str, status: str) -> Observation:
         return Observation(
-            text=cap(text, self._obs_cap),
+            text=cap(text, self._obs_cap, hint=NARROWER),
             tools=TOOLS,
             done=self._submission is not None,
             goal=self._goal,
@@ -180,7 +161,7 @@ class RCAEnv:
         return self._observe(text, action.name, status)
 
     def _call(self, action: ToolCall) -> tuple[str, str]:
-        if refused(action.arguments):
+        if mentions_any(action.arguments, REFUSED_FRAGMENTS):
             return REFUSED, "rejected"
         if action.name == SUBMIT:
             return self._submit(action.arguments)

@@ -301,7 +301,7 @@ def test_observation_cap_keeps_the_head_and_says_how_long_it_was(dataset):
     full.reset(Task(dataset.ids[0]))
     whole = full.step(call("get_topology", entity_name="checkout", limit=50)).text
     obs = env.step(call("get_topology", entity_name="checkout", limit=50))
-    head, notice = obs.text.split("\n[Output cut", 1)
+    head, notice = obs.text.split("\n[Observation cut", 1)
     assert head == whole[:300] and f"first 300 of {len(whole)} characters" in notice and "Narrow" in notice
 
 
