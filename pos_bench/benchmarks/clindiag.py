@@ -36,7 +36,7 @@ from pos_bench.benchmarks.clindiag_roles import (
     RulesJudge,
     Submission,
 )
-from pos_bench.benchmarks.guards import cap, mentions_any
+from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL, UNKNOWN_TOOL, cap, mentions_any
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
@@ -104,13 +104,9 @@ OPENING = """Only the patient's initial presentation is known so far:
 The medical history, physical examination and test results are in the patient's record and can be obtained only through
 the tools, one specific question per turn. Investigate, then call submit_diagnosis exactly once."""
 
-NOT_A_TOOL_CALL = (
-    'Invalid action: expected a tool call {"name": <tool>, "arguments": {...}}. Nothing was done.'
-)
 ANSWER_KEY_REJECTED = (
     "Rejected: an argument refers to answer_key, which is not part of this environment. Nothing was done."
 )
-UNKNOWN_TOOL = "Unknown tool {name!r}. The available tools are: {names}. Nothing was done."
 NO_QUESTION = "{name} needs a non-empty string argument 'question'. Nothing was asked."
 BAD_SUBMISSION = "Submission rejected: final_diagnosis must be a non-empty string naming one condition. The case is still open."
 SUBMITTED = "Diagnosis submitted. The case is closed."

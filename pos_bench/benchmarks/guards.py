@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+NOT_A_TOOL_CALL = (
+    'Invalid action: expected a tool call {"name": <tool>, "arguments": {...}}. Nothing was done.'
+)
+UNKNOWN_TOOL = "Unknown tool {name!r}. The available tools are: {names}. Nothing was done."
+
 
 def cap(text: str, limit: int, *, hint: str) -> str:
     """The first `limit` characters of `text`, with a notice (ending in `hint`) when something was cut."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pos_bench.benchmarks.guards import cap, mentions_any
+from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL, UNKNOWN_TOOL, cap, mentions_any
 from pos_bench.benchmarks.rca_catalog import FAULT_TYPES, judge, norm_fault_type
 from pos_bench.benchmarks.rca_data import SOURCES, Dataset, check, load_answer, load_case, resolve
 from pos_bench.benchmarks.rca_tool_specs import SPECS, ArgumentError, schemas
@@ -81,11 +81,7 @@ events, alerts and the topology) is loaded but not shown here: read it through t
 entity is only where the symptom surfaced and is often not the root cause. Investigate, then call
 submit_root_cause exactly once."""
 
-NOT_A_TOOL_CALL = (
-    'Invalid action: expected a tool call {"name": <tool>, "arguments": {...}}. Nothing was done.'
-)
 REFUSED = "Refused: tool arguments may not refer to the answer key or to file paths. Nothing was done."
-UNKNOWN_TOOL = "Unknown tool {name!r}. The available tools are: {names}. Nothing was done."
 ARGUMENT_MISMATCH = "Argument mismatch for {name}: {problem}. Nothing was done."
 EXECUTION_ERROR = "Execution error in {name}: {problem}"
 REJECTED = "Submission rejected ({problems}). The case is still open; this step was used."
