@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.benchmarks import loca_course, loca_inventory, loca_mail
+from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL
 from pos_bench.benchmarks.loca_catalog import ToolError, catalog_order, catalog_outline
 from pos_bench.benchmarks.loca_generation import SCALES, SEEDS
 from pos_bench.benchmarks.loca_workspace import CLAIM_DONE, VIRTUAL_ROOT, Case, Family, Workspace, changes
@@ -58,9 +59,6 @@ Tool catalog (domains with their tool counts, and tool names grouped by role; th
 with the available tools, in the same order):
 {catalog}"""
 
-NOT_A_TOOL_CALL = (
-    'Invalid action: expected a tool call {"name": <tool>, "arguments": {...}}. Nothing was done.'
-)
 UNKNOWN_TOOL = "Error: unknown tool {name!r}. The available tools are: {names}. Nothing was done."
 EPISODE_OVER = "The episode is over; no further tool calls are carried out."
 BUDGET_SPENT = "The tool-use budget ({n} calls) is spent: the episode ends without claim_done (reward 0)."

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pos_bench.benchmarks.guards import cap
 from pos_bench.benchmarks.loca_catalog import Tool, ToolError
 from pos_bench.benchmarks.loca_generation import compact
 
@@ -24,6 +25,7 @@ PAGE_CHARS = 30_000
 """A listing page stops growing past this many characters (≈ 7.5k tokens) and says where to continue."""
 OBSERVATION_CHARS = 40_000
 """Any other tool result longer than this is cut, with a notice."""
+ASK_LESS = "Ask for less at a time (a narrower query, a smaller limit or a later offset)."
 
 
 @dataclass(frozen=True)
@@ -77,15 +79,6 @@ def page(items: Sequence[Any], offset: int, limit: int, *, max_limit: int = 200)
     if len(chosen) < min(limit, len(items) - offset):
         body["note"] = f"page cut at {PAGE_CHARS} characters; continue with offset={end}"
     return compact(body)
-
-
-def cut(text: str) -> str:
-    if len(text) <= OBSERVATION_CHARS:
-        return text
-    return (
-        f"{text[:OBSERVATION_CHARS]}\n[Result cut to its first {OBSERVATION_CHARS} of {len(text)} characters; "
-        "ask for less at a time (a narrower query, a smaller limit or a later offset).]"
-    )
 
 
 @dataclass(frozen=True)
@@ -205,7 +198,7 @@ def _read_file(ws: Workspace, args: Mapping[str, Any]) -> str:
     path = ws.resolve(args["path"])
     if not path.is_file():
         raise ToolError(f"no file {args['path']!r}; fs_list_directory shows what exists")
-    return cut(path.read_text(encoding="utf-8", errors="replace"))
+    return cap(path.read_text(encoding="utf-8", errors="replace"), OBSERVATION_CHARS, hint=ASK_LESS)
 
 
 def _write_file(ws: Workspace, args: Mapping[str, Any]) -> str:
