@@ -40,8 +40,9 @@ def test_every_combination_composes(shared):
         assert cfg["method"].get("_partial_") is True
 
 
-NOT_STAGED = {"rca100": "RCA100_DATA"}
-"""Benchmarks whose real data ../shared does not hold (and cannot: restricted labels); each must say how to get it."""
+NOT_STAGED = {"rca100": "RCA100_DATA", "loca": "LOCA_BENCH_ROOT"}
+"""Benchmarks whose real data ../shared does not hold (restricted labels; a user's LOCA-bench checkout); each must
+say how to get it."""
 
 
 @pytest.mark.parametrize("bench", members("bench"))
