@@ -1,0 +1,175 @@
+"""Real LOCA-Bench on a checkout (`LOCA_BENCH_ROOT`): servers, isolation, the upstream checkers, the world cache.
+
+Skipped without a checkout (CI has none). Each reset generates a world and launches every MCP server, and each
+tool call launches them again (upstream's MCPTool), so these tests take minutes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from pos_bench.benchmarks.loca.real.benchmark import LocaBenchmark
+from pos_bench.benchmarks.loca.real.isolation import bwrap_path
+from pos_bench.types import ToolCall
+
+ROOT = os.environ.get("LOCA_BENCH_ROOT")
+pytestmark = pytest.mark.skipif(
+    not ROOT,
+    reason="real LOCA-Bench needs a LOCA-bench checkout: set LOCA_BENCH_ROOT (see README, LOCA-Bench)",
+)
+PYTHON, CLAIM = "python_execute_python_execute", "claim_done_claim_done"
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    base = Path(os.environ.get("POS_BENCH_LOCA_TEST_DIR", tmp_path_factory.mktemp("loca")))
+    return {"work_dir": str(base / "work"), "cache_dir": str(base / "worlds")}
+
+
+def play(dirs, family, actions, seed=42):
+    """Reset one case, run `actions` (ToolCalls, or functions of the observations so far), return the env."""
+    bench = LocaBenchmark(root=ROOT, families=[family], seeds=[seed], keep_workspaces="all", **dirs)
+    env = bench.make_env(None)
+    seen = [env.reset(bench.tasks()[0])]
+    for action in actions:
+        call = action(seen) if callable(action) else action
+        seen.append(env.step(call))
+    return env, seen
+
+
+def python(code: str) -> ToolCall:
+    return ToolCall(PYTHON, {"code": code})
+
+
+def test_untouched_workspace_scores_zero_and_the_cache_makes_the_second_reset_cheap(dirs):
+    env, seen = play(dirs, "CanvasListTest", [ToolCall(CLAIM, {})])
+    assert seen[0].info["tools"] == 92 and seen[-1].done
+    assert env.score().value == 0.0 and not env.score().success
+    first = seen[0].info["reset_seconds"]
+    env.close()
+    started = time.perf_counter()
+    again, seen = play(dirs, "CanvasListTest", [])
+    assert seen[0].info["world_cached"] and time.perf_counter() - started < 0.25 * max(first, 1.0)
+    again.close()
+
+
+SNOOP = """import os, glob
+print("ENV", sorted(k for k in os.environ if "API_KEY" in k))
+print("GT", glob.glob("../groundtruth_workspace/*") + glob.glob("../../**/groundtruth_workspace", recursive=True))
+try:
+    print("README", open({readme!r}).read()[:20])
+except OSError as error:
+    print("README-ERROR", type(error).__name__)
+"""
+
+
+def test_python_execute_sees_no_ground_truth_no_keys_and_with_bwrap_nothing_outside(dirs, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    readme = str(Path(ROOT) / "README.md")
+    env, seen = play(dirs, "CanvasListTest", [python(SNOOP.format(readme=readme))])
+    out = seen[-1].text
+    assert "ENV []" in out and "GT []" in out
+    assert ("README-ERROR" in out) == bool(bwrap_path())
+    assert (env.task_dir / "agent_workspace").is_dir() and not (
+        env.task_dir / "groundtruth_workspace"
+    ).exists()
+    env.close()
+    assert (env.task_dir / "groundtruth_workspace").is_dir()  # restored for the checker and for inspection
+
+
+def test_terminal_cannot_read_the_ground_truth(dirs):
+    terminal = ToolCall("terminal_run_command", {"command": "ls ../groundtruth_workspace; ls .. ; pwd"})
+    env, seen = play(dirs, "MachineOperating", [terminal])
+    text = seen[-1].text
+    assert "anomaly_report.csv" not in text and "agent_workspace" in text
+    env.close()
+
+
+# -- scripted solutions that work only through the real tools -----------------------------------------------
+EXCEL_SOLVER = (HERE / "solvers" / "excel_market_research.py").read_text()
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_excel_market_research_solved_through_python_execute(dirs, wrong):
+    code = EXCEL_SOLVER.replace('"mn": 0.001', '"mn": 1.0') if wrong else EXCEL_SOLVER  # wrong: ignores units
+    env, seen = play(dirs, "ExcelMarketResearch", [python(code), ToolCall(CLAIM, {})])
+    assert "wrote growth_rate.xlsx" in seen[1].text
+    assert env.score().value == (0.0 if wrong else 1.0)
+    env.close()
+
+
+RANGES = """import json, openpyxl
+sheet = openpyxl.load_workbook("machine_operating_parameters.xlsx", data_only=True)["Operating Parameters"]
+rows = list(sheet.iter_rows(values_only=True))
+print(json.dumps([dict(zip(rows[0], r)) for r in rows[1:] if r[0]], default=str))"""
+QUERY = (
+    "SELECT timestamp, machine_id, sensor_type, reading FROM `machine_operating.live_sensor` "
+    "WHERE timestamp >= '2025-08-19 11:30:00' AND timestamp <= '2025-08-19 12:30:00' ORDER BY timestamp"
+)
+
+
+def _json_in(text: str):
+    start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
+    return json.JSONDecoder().raw_decode(text[start:])[0]
+
+
+def _report(seen, wrong: bool) -> ToolCall:
+    ranges = {(r["machine_id"], r["sensor_type"]): r for r in _json_in(seen[1].text)}
+    result = _json_in(seen[2].text)
+    rows = result.get("rows", result.get("results", result)) if isinstance(result, dict) else result
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["timestamp", "machine_id", "sensor_type", "reading", "normal_range"])
+    for row in rows:
+        limits = ranges.get((row["machine_id"], row["sensor_type"]))
+        low, high = float(limits["min_value"]), float(limits["max_value"])
+        outside = not low <= float(row["reading"]) <= high
+        if outside != wrong:
+            writer.writerow(
+                [
+                    row["timestamp"],
+                    row["machine_id"],
+                    row["sensor_type"],
+                    row["reading"],
+                    f"{low:.2f} - {high:.2f}",
+                ]
+            )
+    workspace = re.search(r"agent workspace folder is (\S+);", seen[0].text).group(1)
+    path = f"{workspace}/anomaly_report.csv"
+    return ToolCall("filesystem_write_file", {"path": path, "content": out.getvalue()})
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_machine_operating_solved_through_bigquery_excel_and_storage(dirs, wrong):
+    def upload(seen):
+        workspace = re.search(r"agent workspace folder is (\S+);", seen[0].text).group(1)
+        return ToolCall(
+            "google_cloud_storage_upload_file",
+            {
+                "bucket_name": "iot_anomaly_reports",
+                "source_file_path": f"{workspace}/anomaly_report.csv",
+                "destination_blob_name": "anomaly_report.csv",
+            },
+        )
+
+    actions = [
+        python(RANGES),
+        ToolCall("google_cloud_bigquery_run_query", {"query": QUERY, "max_results": 100000}),
+        lambda seen: _report(seen, wrong),
+        ToolCall("google_cloud_storage_create_bucket", {"bucket_name": "iot_anomaly_reports"}),
+        upload,
+        ToolCall(CLAIM, {}),
+    ]
+    env, seen = play(dirs, "MachineOperating", actions)
+    assert "anomaly_report.csv" in seen[3].text  # the manifest lists the file the write created
+    assert env.score().value == (0.0 if wrong else 1.0), seen[-1].text[-1500:]
+    env.close()
