@@ -333,6 +333,9 @@ class LocaBenchmark:
         # that need them too.
         if str(self.root) not in sys.path:
             sys.path.insert(0, str(self.root))
+        # LOCA_QUIET sends the servers' stderr (banners, shutdown tracebacks) to /dev/null; a server that fails
+        # to start is still caught by the post-reset tool validation.
+        os.environ.setdefault("LOCA_QUIET", "1")
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         if str(self.root) not in paths:
             os.environ["PYTHONPATH"] = os.pathsep.join([str(self.root), *paths])

@@ -87,10 +87,11 @@ def test_python_execute_sees_no_ground_truth_no_keys_and_with_bwrap_nothing_outs
 
 
 def test_terminal_cannot_read_the_ground_truth(dirs):
-    terminal = ToolCall("terminal_run_command", {"command": "ls ../groundtruth_workspace; ls .. ; pwd"})
-    env, seen = play(dirs, "MachineOperating", [terminal])
+    terminal = ToolCall("terminal_run_command", {"command": "ls -a .. ../groundtruth_workspace; pwd"})
+    env, seen = play(dirs, "ExcelMarketResearch", [terminal])
     text = seen[-1].text
-    assert "anomaly_report.csv" not in text and "agent_workspace" in text
+    assert "Market_Data_gt" not in text and "metadata.json" not in text
+    assert str(env.task_dir / "agent_workspace") in text  # it ran, in the agent workspace
     env.close()
 
 
