@@ -119,6 +119,9 @@ QUERY = (
 
 
 def _json_in(text: str):
+    """The first JSON value in a tool result (after a BigQuery result's "rows):" header when there is one)."""
+    if "rows):" in text:
+        text = text[text.index("rows):") + len("rows):") :]
     start = min(i for i in (text.find("["), text.find("{")) if i >= 0)
     return json.JSONDecoder().raw_decode(text[start:])[0]
 
@@ -172,5 +175,57 @@ def test_machine_operating_solved_through_bigquery_excel_and_storage(dirs, wrong
     ]
     env, seen = play(dirs, "MachineOperating", actions)
     assert "anomaly_report.csv" in seen[3].text  # the manifest lists the file the write created
+    assert env.score().value == (0.0 if wrong else 1.0), seen[-1].text[-1500:]
+    env.close()
+
+
+def _workspace(seen) -> str:
+    return re.search(r"agent workspace folder is (\S+);", seen[0].text).group(1)
+
+
+def _ab_query(seen) -> ToolCall:
+    tables = sorted(set(re.findall(r"\bab_[A-Za-z]+\b", seen[1].text)) - {"ab_testing"})
+    sums = "SUM(A_clicks) AS a_clicks, SUM(A_store_views) AS a_views, SUM(B_clicks) AS b_clicks, SUM(B_store_views) AS b_views"
+    union = " UNION ALL ".join(f"SELECT '{t}' AS scenario, {sums} FROM `ab_testing.{t}`" for t in tables)
+    return ToolCall("google_cloud_bigquery_run_query", {"query": union, "max_results": 1000})
+
+
+def _ab_record(seen) -> ToolCall:
+    rows = _json_in(seen[2].text)
+    lines = ["scenario,A_conversion %,B_conversion %"]
+    for row in rows:
+        lines.append(
+            f"{row['scenario'].removeprefix('ab_')},{row['a_views'] / row['a_clicks'] * 100:.3f}%,{row['b_views'] / row['b_clicks'] * 100:.3f}%"
+        )
+    a = sum(r["a_views"] for r in rows) / sum(r["a_clicks"] for r in rows) * 100
+    b = sum(r["b_views"] for r in rows) / sum(r["b_clicks"] for r in rows) * 100
+    lines.append(f"overall (total_store_views/total_clicks),{a:.3f}%,{b:.3f}%")
+    return ToolCall(
+        "filesystem_write_file",
+        {"path": f"{_workspace(seen)}/record.csv", "content": "\n".join(lines) + "\n"},
+    )
+
+
+def _ab_decision(seen, wrong: bool) -> ToolCall:
+    rows = _json_in(seen[2].text)
+    a = sum(r["a_views"] for r in rows) / sum(r["a_clicks"] for r in rows)
+    b = sum(r["b_views"] for r in rows) / sum(r["b_clicks"] for r in rows)
+    if (b > a) != wrong:
+        return ToolCall("google_cloud_storage_create_bucket", {"bucket_name": "promo-assets-for-b"})
+    message = "{'status': 'AB_Test_Concluded', 'winner': 'A', 'action': 'No_Change'}"
+    return ToolCall("google_cloud_logging_write_log", {"log_name": "abtesting_logging", "message": message})
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_ab_testing_solved_through_bigquery_and_cloud_actions(dirs, wrong):
+    actions = [
+        ToolCall("google_cloud_bigquery_get_dataset_info", {"dataset_id": "ab_testing"}),
+        _ab_query,
+        _ab_record,
+        lambda seen: _ab_decision(seen, wrong),
+        ToolCall(CLAIM, {}),
+    ]
+    env, seen = play(dirs, "ABTesting", actions)
+    assert "record.csv" in seen[3].text
     assert env.score().value == (0.0 if wrong else 1.0), seen[-1].text[-1500:]
     env.close()
