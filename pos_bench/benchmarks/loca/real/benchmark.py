@@ -82,6 +82,8 @@ class LocaEnv:
         case = b.case(task.id)
         self._case, self._task_dir = case, b.work_dir / case.case_id
         self._claim_folder(self._task_dir)
+        self._vault = Vault(self._task_dir, b.work_dir / ".vault" / case.case_id)
+        self._uses, self._reward, self._terminated, self._truncated = 0, 0.0, False, False
         world, cache_status = self._world(case, self._task_dir)
         validate_log(case, self._task_dir / "logs" / "env.log")
         workspace = self._task_dir / "agent_workspace"
@@ -101,13 +103,11 @@ class LocaEnv:
         if known is None and b.cache:
             b.cache.store_tools(case, launch, self._tool.get_available_tools())
         self._wrapper = ToolEnvWrapperOpenAI(world.env, tools=[self._tool], max_tool_uses=b.max_tool_uses)
-        self._vault = Vault(self._task_dir, b.work_dir / ".vault" / case.case_id)
         self._vault.lock()
         self._schemas = catalog_order(schemas)
         self._names = {s["function"]["name"] for s in schemas}
         self._artifacts = any("python_execute" in n for n in self._names)
         self._goal = world.prompt
-        self._uses, self._reward, self._terminated, self._truncated = 0, 0.0, False, False
         self._info = {
             "case_id": case.case_id,
             "family": case.family,
@@ -228,7 +228,7 @@ class LocaEnv:
             self._tool = None
             self._vault.unlock()
             keep = self._bench.keep_workspaces
-            if keep == "none" or (keep == "failed" and self.score().success):
+            if keep == "none" or (keep == "failed" and self.done and self._reward >= 1.0):
                 shutil.rmtree(self._task_dir, ignore_errors=True)
         if self._lock is not None:
             self._lock.close()
