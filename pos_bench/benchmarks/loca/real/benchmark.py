@@ -339,4 +339,6 @@ class LocaBenchmark:
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         if str(self.root) not in paths:
             os.environ["PYTHONPATH"] = os.pathsep.join([str(self.root), *paths])
+        import gem.tools.mcp_tool  # noqa: F401  (fastmcp's ~10 s import is paid once per worker, not per reset)
+
         return LocaEnv(self)
