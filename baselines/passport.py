@@ -27,7 +27,7 @@ from baselines.passport_records import (
     rule_check,
 )
 from baselines.raw import action_json
-from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
@@ -103,19 +103,21 @@ class SituationPassport(MethodBase):
     def prompt(self, obs: Observation) -> Prompt:
         self.turn += 1
         self.audit = self._run_auditor() if self.auditor and self.passport is not None else None
-        schema = decision_model(obs, extra_fields=self.shape.extra_fields()).model_json_schema()
+        schema = decision_model(
+            obs, extra_fields=self.shape.extra_fields(), max_actions=self.brief.max_actions_per_turn
+        ).model_json_schema()
         return policy_prompt(
             self.brief,
             obs,
             self._sections(obs),
             schema=schema,
             max_tokens=self.brief.policy_max_tokens + self.reply_tokens,
-            max_repairs=MAX_JSON_RETRIES,
+            max_json_retries=MAX_JSON_RETRIES,
         )
 
     def _sections(self, obs: Observation) -> list[str]:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             protocol_text(self.shape, window=self.window, check_scope=self.check_scope),
             "Passport: none yet; write the first one from the task and the observation."

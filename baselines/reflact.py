@@ -12,7 +12,7 @@ from typing import Any
 
 from baselines.raw import RawHistory
 from baselines.stateact import to_2_1_2, uses_2_1_2
-from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
 INSTRUCTION = (
@@ -79,7 +79,7 @@ class ReflAct(RawHistory):
 
     def prompt(self, obs: Observation) -> Prompt:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             INSTRUCTION,
             render_example(uses_2_1_2(obs)),
             f"Task: {self.goal}",
@@ -92,7 +92,7 @@ class ReflAct(RawHistory):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
             schema=schema,
         )
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Decision, Observation, Prompt, Step, Task
 
@@ -245,7 +245,7 @@ class StateAct(MethodBase):
             return Decision(thought=f"stopped after {self.repeat_stop} identical actions", action=None)
         trajectory = "\n".join([self.opening, *self.turns])
         sections: Sequence[str] = [
-            self.brief.example,
+            example_section(self.brief),
             INSTRUCTION,
             render_examples(uses_2_1_2(obs)),
             f"Task: {self.goal}",
@@ -257,7 +257,7 @@ class StateAct(MethodBase):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
             schema=self._schema(obs),
         )
 
