@@ -22,7 +22,7 @@ from hydra.utils import instantiate
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from pos_bench.loop import play
+from pos_bench.loop import RetryBudget, play
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.summary import Summary, summarize, write_summary
@@ -101,6 +101,7 @@ def run_episode(
                     max_turns=benchmark.max_turns,
                     log=log,
                     max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
+                    budget=RetryBudget(**cfg.get("loop", {})),
                 )
         finally:
             env.close()
@@ -187,6 +188,7 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     results = ResultsFile(run_dir / "results.jsonl")
     todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
     meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
+    meta["retry_budget"] = to_jsonable(RetryBudget(**cfg.get("loop", {})))  # SPEC-BASE §0: framework choice
     write_result(run_dir / "run.json", meta)
     jobs = (delayed(run_episode)(cfg, task, run_dir, os.getpid()) for task in todo)
     parallel = Parallel(n_jobs=runner.n_jobs, backend=runner.backend, return_as="generator_unordered")

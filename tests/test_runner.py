@@ -213,3 +213,43 @@ def test_the_expert_on_a_benchmark_without_one_stops_before_any_episode(tmp_path
     ):
         run(cfg, tmp_path, {})
     assert not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text()
+
+
+RCA_QUERIES = [{"name": n, "arguments": {}} for n in ("get_data_overview", "get_alerts", "list_metric_names")]
+
+
+def rca_config(default: str, **loop):
+    return {
+        "bench": {
+            "_target_": "pos_bench.benchmarks.rca.benchmark.RCABenchmark",
+            "source": "synthetic",
+            "n_synthetic": 1,
+            "max_turns": 2,
+        },
+        "method": RAW,
+        "model": {"_target_": "pos_bench.models.scripted.ScriptedModel", "default": default},
+        "runner": {"n_jobs": 1, "backend": "threading", "progress": False},
+        "roles": {},
+        "loop": loop,
+    }
+
+
+def test_three_tool_calls_a_turn_on_rca_synthetic_are_two_turns_and_six_steps(tmp_path):
+    reply = json.dumps({"thought": "batch", "actions": RCA_QUERIES})
+    summary = run(rca_config(reply), tmp_path, {})
+    (row,) = lines(tmp_path / "results.jsonl")
+    assert (row["turns"], row["steps"], row["status"]) == (2, 6, "done")
+    assert summary.mean_steps == 6
+    budget = json.loads((tmp_path / "run.json").read_text())["retry_budget"]
+    assert budget == {"missing_action_retries": 1, "on_json_exhausted": "error", "on_action_exhausted": "spend_turn"}
+
+
+@pytest.mark.parametrize("policy", ["error", "spend_turn"])
+def test_unreadable_replies_error_the_episode_or_spend_turns_as_configured(tmp_path, policy):
+    run(rca_config("I cannot answer in JSON.", on_json_exhausted=policy), tmp_path, {})
+    (row,) = lines(tmp_path / "results.jsonl")
+    assert json.loads((tmp_path / "run.json").read_text())["retry_budget"]["on_json_exhausted"] == policy
+    if policy == "error":
+        assert row["status"] == "error" and "UnusableReply" in row["error"]
+    else:
+        assert (row["status"], row["spent_turns"], row["steps"]) == ("done", 2, 0)
