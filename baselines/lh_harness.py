@@ -229,7 +229,8 @@ class LongHorizonHarness(MethodBase):
         if step.after is None or self.round is None:
             return None
         self.round.pairs.append((step.decision.thought, step.decision.action, step.after.text))
-        if step.after.done or self.round.turns >= self.steps_per_round:
+        # a round ends with a turn, never between the actions of one multi-action reply (SPEC-BASE §7.2)
+        if step.after.done or (step.last_of_turn and self.round.turns >= self.steps_per_round):
             return self._close_round()
         return None
 
