@@ -168,14 +168,14 @@ def test_the_environment_ending_the_episode_closes_and_audits_the_round():
 
 def test_a_spent_last_turn_still_closes_the_round():
     replies = {
-        "agent": [act("look"), "no json", "no json", "no json", act("look")],
+        "agent": [act("look"), '{"thought": "no action"}', '{"thought": "no action"}', act("look")],
         "manager": [plan()],
         "auditor": [audit()],
     }
     result, calls = run(replies, max_turns=3, steps_per_round=2)
     assert result.spent_turns == 1
     roles = [c["role"] for c in calls]
-    assert roles == ["manager", "agent", "agent", "agent", "agent", "auditor", "manager", "agent"]
+    assert roles == ["manager", "agent", "agent", "agent", "auditor", "manager", "agent"]
 
 
 def test_settings_are_validated():

@@ -220,6 +220,6 @@ def test_progress_declared_with_a_stall_wins_and_is_flagged():
 
 
 def test_a_spent_turn_still_advances_the_step_number():
-    _, log = run(["no json", "no json", "no json", reply()], max_turns=2)
+    _, log = run(['{"thought": "no action"}', '{"thought": "no action"}', reply()], max_turns=2)
     assert len(log.of_kind("turn_spent")) == 1
     assert "Step 1. Newest observation" in agent_prompts(log)[-1]
