@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
-from baselines.pace_encoder import Encoder, LlamaCppEncoder
+from baselines.pace_encoder import Encoder, MiniLMEncoder
 from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation
@@ -124,7 +124,7 @@ class Pace(MethodBase):
     def __init__(self, model: Model, *, encoder: Encoder | None = None, **settings: Any):
         self.model = model
         self.config = PaceConfig(**settings)
-        self.encoder = encoder if encoder is not None else LlamaCppEncoder()
+        self.encoder = encoder if encoder is not None else MiniLMEncoder()
         self.tokens = TokenCounter(self.config.tokenizer)
         self.chunks: list[Chunk] = []
         self.glimpsed: list[int] = []
