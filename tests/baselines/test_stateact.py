@@ -124,4 +124,4 @@ def test_two_examples_of_the_task_s_own_type_with_derived_states():
     heat, look = texts["heat"], texts["look_at_obj"]
     assert "Example 2:" in heat and "heat mug 2 with microwave 1" in heat and "heat potato 1" in heat
     assert "use desklamp 1" in look and "alarmclock 1" in look and "microwave" not in look
-    assert "current inventory: mug 2\naction: go to microwave 1" in heat
+    assert "current inventory: mug 2\nthought: None\naction: go to microwave 1" in heat
