@@ -22,6 +22,7 @@ from hydra.utils import instantiate
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
+from pos_bench.context_load import context_load
 from pos_bench.loop import RetryBudget, play
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
@@ -115,6 +116,8 @@ def run_episode(
             usage=dict(model.usage) if model else {},
             task_meta=dict(task.meta),
         )
+    if model is not None:
+        result = replace(result, **vars(context_load(model.calls)))
     write_result(folder / "result.json", result)
     log.close()
     return result

@@ -186,6 +186,10 @@ class EpisodeResult:
     """Turns consumed without an executable action."""
     usage: Mapping[str, Usage] = field(default_factory=dict)
     """Token usage per role."""
+    peak_input_tokens: int = 0
+    """Peak: the largest policy-call input of the episode (SPEC-BASE §2.5)."""
+    dependency_m: float = 0.0
+    """ACON's Dependency of the policy calls, in millions (SPEC-BASE §2.5)."""
     report: Mapping[str, Any] = field(default_factory=dict)
     """The method's own end-of-episode summary."""
     final_observation: str = ""

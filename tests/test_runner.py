@@ -253,3 +253,18 @@ def test_unreadable_replies_error_the_episode_or_spend_turns_as_configured(tmp_p
         assert row["status"] == "error" and "UnusableReply" in row["error"]
     else:
         assert (row["status"], row["spent_turns"], row["steps"]) == ("done", 2, 0)
+
+
+def test_peak_and_dependency_per_episode_and_in_the_summary_table(tmp_path):
+    from pos_bench.summary import format_table
+
+    summary = run(config(method=RAW, n_tasks=2, progress=False), tmp_path, {"bench": "toy"})
+    rows = lines(tmp_path / "results.jsonl")
+    for row in rows:
+        folder = tmp_path / "episodes" / row["task_id"].replace("/", "__")
+        calls = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
+        inputs = [c["usage"]["input_tokens"] for c in calls if c["kind"] == "call" and c["role"] == "agent"]
+        assert row["peak_input_tokens"] == max(inputs) > 0 and row["dependency_m"] > 0
+    assert summary.mean_peak_input_tokens == sum(r["peak_input_tokens"] for r in rows) / 2
+    header = format_table([summary]).splitlines()[0].split()
+    assert "peak" in header and "dependency_m" in header
