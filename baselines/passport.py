@@ -80,6 +80,9 @@ class SituationPassport(MethodBase):
         self.turn = -1
         """The current policy turn (one prompt per turn), for the step numbers the passport cites as sources."""
         self.committed_at: int | None = None
+        self.absorbed_turn: int | None = None
+        """The turn whose reply (passport, health) was committed; the further actions of a multi-action reply
+        only extend the recent steps."""
         self.counts = dict.fromkeys(
             (
                 "stalls_declared",
@@ -190,8 +193,10 @@ class SituationPassport(MethodBase):
             return None
         reply = read_reply(step.decision.extra, self.shape)
         shown = self.constraint.text if self.constraint else None
-        findings = self._commit(reply, step.turn)
-        event = self._health(reply, step)
+        first = step.turn != self.absorbed_turn
+        self.absorbed_turn = step.turn
+        findings = self._commit(reply, step.turn) if first else []
+        event = self._health(reply, step) if first else None
         action = action_json(step.decision.action)
         self.recent.append({"step": step.turn, "action": action, "progress": "not judged yet"})
         self.last = {"before": step.before.text, "action": action, "after": step.after.text}
