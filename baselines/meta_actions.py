@@ -56,7 +56,9 @@ def memory_prompt(
     names = tuple(o.name for o in offers)
     if obs.tools:
         shown = dataclasses.replace(obs, tools=(*obs.tools, *(o.tool() for o in offers)))
-        schema = decision_model(shown, extra_fields=extra_fields, max_actions=brief.max_actions_per_turn).model_json_schema()
+        schema = decision_model(
+            shown, extra_fields=extra_fields, max_actions=brief.max_actions_per_turn
+        ).model_json_schema()
         listed = names
     else:
         shown = obs

@@ -207,7 +207,11 @@ class Pace(MethodBase):
             f"Current observation:\n{render_observation(obs)}",
         ]
         prompt = memory_prompt(
-            self.brief, obs, sections, [self._glimpse_offer(levels)], max_json_retries=self.config.max_json_retries
+            self.brief,
+            obs,
+            sections,
+            [self._glimpse_offer(levels)],
+            max_json_retries=self.config.max_json_retries,
         )
         self.context_tokens = sum(self.tokens.count(m.content) for m in prompt.messages)
         return prompt

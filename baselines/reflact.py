@@ -10,8 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from baselines.raw import RawHistory
 from baselines.alfworld_examples import Episode, examples_for, to_2_1_2, uses_2_1_2
+from baselines.raw import RawHistory
 from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import Model
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
@@ -23,12 +23,15 @@ INSTRUCTION = (
     'actions; "Nothing happens." means the last action was invalid.'
 )
 
+
 def render_examples(episodes: Sequence[Episode], modern: bool) -> str:
     fix = to_2_1_2 if modern else (lambda text: text)
     parts = []
     for episode in episodes:
         steps = [{"reflection": r, "action": fix(a), "observation": fix(o)} for r, a, o in episode.turns]
-        parts.append(f"Example episode (task: {episode.task}):\n" + json.dumps(steps, indent=1, ensure_ascii=False))
+        parts.append(
+            f"Example episode (task: {episode.task}):\n" + json.dumps(steps, indent=1, ensure_ascii=False)
+        )
     return "\n\n".join(parts)
 
 

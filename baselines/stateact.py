@@ -28,6 +28,7 @@ INSTRUCTION = (
     "with the observation each action produced."
 )
 
+
 def _value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = ", ".join(str(v) for v in value if str(v).strip())

@@ -49,7 +49,14 @@ class UnusableReply(RuntimeError):
 
 
 def decide(
-    method: Method, model: Model, obs: Observation, log: Transcript, turn: int, *, brief: Brief, budget: RetryBudget
+    method: Method,
+    model: Model,
+    obs: Observation,
+    log: Transcript,
+    turn: int,
+    *,
+    brief: Brief,
+    budget: RetryBudget,
 ) -> Decision | None:
     """Ask the method for its next decision, with JSON repairs and missing-action retries counted apart.
 
@@ -76,11 +83,15 @@ def decide(
         if left[missing_action] == 0:
             policy = budget.on_action_exhausted if missing_action else budget.on_json_exhausted
             if policy == "error":
-                raise UnusableReply(f"turn {turn}: policy reply unusable after its retries ({parsed.problem})")
+                raise UnusableReply(
+                    f"turn {turn}: policy reply unusable after its retries ({parsed.problem})"
+                )
             return None
         left[missing_action] -= 1
         attempt += 1
-        text = repair_request(parsed.problem, missing_action=missing_action, max_actions=brief.max_actions_per_turn)
+        text = repair_request(
+            parsed.problem, missing_action=missing_action, max_actions=brief.max_actions_per_turn
+        )
         prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
 
 

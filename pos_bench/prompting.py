@@ -158,7 +158,9 @@ def decision_schema(
     """The JSON schema of `decision_model`; the plain reply shape is built once per action set (it is the
     same dict on every call, so treat it as read-only)."""
     if kwargs:
-        return decision_model(obs, meta_actions=meta_actions, max_actions=max_actions, **kwargs).model_json_schema()
+        return decision_model(
+            obs, meta_actions=meta_actions, max_actions=max_actions, **kwargs
+        ).model_json_schema()
     return _plain_schema(*_choices(obs, meta_actions), max_actions)
 
 
@@ -191,7 +193,9 @@ def policy_prompt(
     parts.append(closing_request(obs, n))
     return Prompt(
         messages=(Message("system", brief.system), Message("user", "\n\n".join(parts))),
-        schema=schema if schema is not None else decision_schema(obs, meta_actions=meta_actions, max_actions=n),
+        schema=schema
+        if schema is not None
+        else decision_schema(obs, meta_actions=meta_actions, max_actions=n),
         max_tokens=max_tokens,
         meta_actions=tuple(meta_actions),
         max_json_retries=max_json_retries,

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from pos_bench.benchmarks.alfworld.data import SPLITS, TASK_TYPES, find_data_root, select_games
 
-PUBLISHED_TYPES = {"clean": 31, "heat": 23, "cool": 21, "pick_and_place": 24, "look_at_obj": 18, "pick_two": 17}
+PUBLISHED_TYPES = {
+    "clean": 31,
+    "heat": 23,
+    "cool": 21,
+    "pick_and_place": 24,
+    "look_at_obj": 18,
+    "pick_two": 17,
+}
 """valid_unseen per task type (SPEC-BENCH §2.1)."""
 PUBLISHED_TOTALS = {"valid_unseen": 134, "valid_seen": 140, "train": 3553}
 

@@ -26,8 +26,10 @@ def main(argv: list[str]) -> int:
     encoder = HashingEncoder() if "--hashing" in argv else MiniLMEncoder()
     result = relevance_margin(encoder, pairs)
     print(json.dumps(dict(encoder.describe()), ensure_ascii=False))
-    print(f"pairs {result.pairs}: relevant {result.relevant:.3f}  irrelevant {result.irrelevant:.3f}  "
-          f"margin {result.margin:.3f} (required ≥ {REQUIRED})")
+    print(
+        f"pairs {result.pairs}: relevant {result.relevant:.3f}  irrelevant {result.irrelevant:.3f}  "
+        f"margin {result.margin:.3f} (required ≥ {REQUIRED})"
+    )
     return 0 if result.margin >= REQUIRED else 1
 
 

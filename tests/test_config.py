@@ -92,6 +92,9 @@ def test_a_benchmark_brings_its_method_settings_and_the_command_line_wins():
     for pos in ("pos", "pos_no_trapping", "pos_generic_recovery", "pos_no_consistency"):
         clindiag = composed(f"method={pos}", "bench=clindiag")["method"]
         assert clindiag["max_json_retries"] == 2 and clindiag["sentinel"]["consistency_max_tokens"] == 4096
-        assert composed(f"method={pos}", "bench=loca_mini")["method"]["sentinel"]["global_audit_every_steps"] == 32
+        assert (
+            composed(f"method={pos}", "bench=loca_mini")["method"]["sentinel"]["global_audit_every_steps"]
+            == 32
+        )
     assert composed("method=pos_no_trapping", "bench=clindiag")["method"]["trapping"]["enabled"] is False
     assert composed("method=pos", "bench=alfworld")["method"]["max_json_retries"] == 1

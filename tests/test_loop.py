@@ -15,7 +15,7 @@ BENCH = ToyBenchmark(n_tasks=4)
 TASK = BENCH.tasks()[0]
 
 
-def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3, budget=RetryBudget()):
+def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3, budget=None):
     log = Transcript()
     model = Recorded(ScriptedModel({"agent": replies}), log)
     result = play(
@@ -27,7 +27,7 @@ def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3
         max_turns=max_turns,
         log=log,
         max_meta_per_turn=max_meta_per_turn,
-        budget=budget,
+        budget=budget or RetryBudget(),
     )
     return result, log, model
 
@@ -67,7 +67,7 @@ def test_json_repairs_and_the_missing_action_retry_are_counted_apart():
 
 
 def test_a_still_missing_action_spends_the_turn_after_exactly_one_retry():
-    result, log, model = run(RawHistory, ['{"thought": "finished", "answer": "x"}'], max_turns=2)
+    result, _, model = run(RawHistory, ['{"thought": "finished", "answer": "x"}'], max_turns=2)
     assert (result.turns, result.steps, result.spent_turns) == (2, 0, 2)
     assert model.usage["agent"].calls == 4  # per turn: the reply and one missing-action retry
 
@@ -76,7 +76,7 @@ def test_a_still_missing_action_spends_the_turn_after_exactly_one_retry():
 def test_exhausted_json_repairs_follow_the_configured_policy(policy):
     budget = RetryBudget(on_json_exhausted=policy)
     replies = ["not json", "still not json", '{"thought": "", "action": "look"}']
-    factory = lambda m: RawHistory(m, max_json_retries=1)  # noqa: E731
+    factory = lambda m: RawHistory(m, max_json_retries=1)
     if policy == "error":
         with pytest.raises(UnusableReply, match="not a JSON object"):
             run(factory, replies, max_turns=2, budget=budget)

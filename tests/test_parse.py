@@ -63,6 +63,9 @@ def test_multi_action_failures_are_missing_actions_and_json_failures_are_not():
     prose = parse_decision("I would query the logs.", TOOLS, max_actions=3)
     assert isinstance(prose, ParseFailure) and not prose.json_readable
     mixed = parse_decision(
-        '{"actions": [{"name": "glimpse", "arguments": {}}, {"name": "a"}]}', TOOLS, ("glimpse",), max_actions=3
+        '{"actions": [{"name": "glimpse", "arguments": {}}, {"name": "a"}]}',
+        TOOLS,
+        ("glimpse",),
+        max_actions=3,
     )
     assert isinstance(mixed, ParseFailure) and "only action" in mixed.problem

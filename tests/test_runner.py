@@ -241,7 +241,11 @@ def test_three_tool_calls_a_turn_on_rca_synthetic_are_two_turns_and_six_steps(tm
     assert (row["turns"], row["steps"], row["status"]) == (2, 6, "done")
     assert summary.mean_steps == 6
     budget = json.loads((tmp_path / "run.json").read_text())["retry_budget"]
-    assert budget == {"missing_action_retries": 1, "on_json_exhausted": "error", "on_action_exhausted": "spend_turn"}
+    assert budget == {
+        "missing_action_retries": 1,
+        "on_json_exhausted": "error",
+        "on_action_exhausted": "spend_turn",
+    }
 
 
 @pytest.mark.parametrize("policy", ["error", "spend_turn"])

@@ -73,7 +73,10 @@ def test_alfworld_episode_paths(shared):
 
 
 QUERIES = [{"name": n, "arguments": {}} for n in ("get_data_overview", "get_alerts", "list_metric_names")]
-SUBMIT_CALL = {"name": "submit_root_cause", "arguments": {"root_cause_entity": "cart", "fault_type": "nodeDown"}}
+SUBMIT_CALL = {
+    "name": "submit_root_cause",
+    "arguments": {"root_cause_entity": "cart", "fault_type": "nodeDown"},
+}
 
 
 def play_rca(agent_replies, max_turns: int):

@@ -180,7 +180,10 @@ def test_generic_mode_targets_active_gap_without_gap_part():
 def test_instruction_is_pattern_space_gap_with_target_verbatim():
     """§12.2: a target with trailing whitespace is kept as is, and the join is exactly one space."""
     a = trapped([world(0)] * 4, e_ids=[["e:1"]] * 4, a_ids=[["a:1"]] * 4)
-    gaps = {"epistemic": [Gap(target="find where mug 3 is  ", reason="unseen")], "achievement": GAPS["achievement"]}
+    gaps = {
+        "epistemic": [Gap(target="find where mug 3 is  ", reason="unseen")],
+        "achievement": GAPS["achievement"],
+    }
     d = compose(
         a,
         gaps=gaps,
