@@ -12,6 +12,11 @@ from pos_bench.types import Action, Decision, Observation, ToolCall
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
+MAX_PARSE_CHARS = 64_000
+"""Reply characters looked at; a longer reply is cut there (every real decision or belief delta is far smaller)."""
+MAX_OBJECT_STARTS = 32
+"""`{` positions tried per candidate, so a reply of many braces costs bounded time."""
+
 
 @dataclass(frozen=True)
 class ParseFailure:
@@ -21,14 +26,18 @@ class ParseFailure:
 
 
 def extract_json_object(text: str) -> Mapping[str, Any] | None:
-    """The first JSON object in `text`, tolerating code fences and prose around it."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    """The first JSON object in `text`, tolerating code fences and prose around it.
+
+    Total: any string (megabytes, deep nesting, lone surrogates) gives an object or `None` in bounded time."""
+    text = text[:MAX_PARSE_CHARS]
+    candidates = [m.group(1) for m in _FENCE.finditer(text)][:4] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
-        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+        starts = [m.start() for m in re.finditer(r"\{", candidate)][:MAX_OBJECT_STARTS]
+        for start in starts:
             try:
-                value, _ = decoder.raw_decode(candidate[start:])
-            except json.JSONDecodeError:
+                value, _ = decoder.raw_decode(candidate, start)
+            except (ValueError, RecursionError):  # JSONDecodeError and UnicodeError are ValueErrors
                 continue
             if isinstance(value, dict):
                 return value
@@ -41,8 +50,8 @@ def _as_action(raw: Any, obs: Observation) -> Action | ParseFailure:
             arguments = raw.get("arguments", {})
             if isinstance(arguments, str):
                 try:
-                    arguments = json.loads(arguments) if arguments.strip() else {}
-                except json.JSONDecodeError:
+                    arguments = json.loads(arguments[:MAX_PARSE_CHARS]) if arguments.strip() else {}
+                except (ValueError, RecursionError):
                     return ParseFailure("the tool arguments are not a JSON object")
             if not isinstance(arguments, dict):
                 return ParseFailure("the tool arguments are not a JSON object")
