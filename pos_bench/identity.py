@@ -210,6 +210,5 @@ def check_folder(folder: Path, run: RunIdentity) -> None:
         keys = differing_keys(identity.get("settings") or {}, run.settings) or ["(no fingerprint recorded)"]
         raise RunMismatch(
             f"{folder} holds episodes played with other settings; they differ in: {', '.join(keys[:12])}. "
-            "Nothing was run. Start a fresh run in another folder (python -m pos_bench … "
-            f"hydra.run.dir={folder}-new), or move {folder} aside."
+            f"Nothing was run. To start this run afresh there, move the old one aside: mv {folder} {folder}.old"
         )
