@@ -139,6 +139,8 @@ def folder_name(overrides: Iterable[str], short: str) -> str:
         key = text.split("=", 1)[0]
         if key.startswith(NOT_NAMING) or "." not in key and not item.startswith("+"):
             continue
+        if key.startswith("bench.") and key.split(".")[-1] in SLICE_KEYS:
+            continue
         parts.append(text.split(".")[-1] if "." in key else text)
     slug = re.sub(r"[^A-Za-z0-9._=,-]+", "_", ",".join(sorted(parts)))[:60].strip("_,") or "default"
     return f"{slug}-{short}"
