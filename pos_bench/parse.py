@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,24 @@ MAX_PARSE_CHARS = 64_000
 """Reply characters looked at; a longer reply is cut there (every real decision or belief delta is far smaller)."""
 MAX_OBJECT_STARTS = 32
 """`{` positions tried per candidate, so a reply of many braces costs bounded time."""
+
+
+MAX_DEPTH = 64
+"""Nesting levels a reply object may have; no decision or belief record comes near it, and validating (or
+printing) a deeper one costs time for nothing."""
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests dicts/lists more than `limit` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 @dataclass(frozen=True)
@@ -33,12 +52,14 @@ def extract_json_object(text: str) -> Mapping[str, Any] | None:
     candidates = [m.group(1) for m in _FENCE.finditer(text)][:4] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
-        starts = [m.start() for m in re.finditer(r"\{", candidate)][:MAX_OBJECT_STARTS]
+        starts = [m.start() for m in itertools.islice(re.finditer(r"\{", candidate), MAX_OBJECT_STARTS)]
         for start in starts:
             try:
                 value, _ = decoder.raw_decode(candidate, start)
-            except (ValueError, RecursionError):  # JSONDecodeError and UnicodeError are ValueErrors
+            except ValueError:  # JSONDecodeError and UnicodeError are ValueErrors
                 continue
+            except RecursionError:
+                break  # every later start lies inside the same too-deep nesting
             if isinstance(value, dict):
                 return value
     return None
@@ -75,6 +96,8 @@ def parse_decision(
     payload = extract_json_object(text)
     if payload is None:
         return ParseFailure("the reply is not a JSON object")
+    if too_deep(payload):
+        return ParseFailure(f"the JSON object is nested deeper than {MAX_DEPTH} levels")
     if "action" not in payload:
         return ParseFailure('the JSON object has no "action" key')
     action = _as_action(payload["action"], obs)

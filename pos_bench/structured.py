@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pos_bench.parse import extract_json_object
+from pos_bench.parse import MAX_DEPTH, extract_json_object, too_deep
 from pos_bench.protocols import Model
 from pos_bench.types import Message, Prompt
 
@@ -39,6 +39,8 @@ def read_structured(text: str, output: type[T], check: Callable[[T], str | None]
     payload = extract_json_object(text)
     if payload is None:
         return "the reply was not valid JSON"
+    if too_deep(payload):
+        return f"the JSON object is nested deeper than {MAX_DEPTH} levels"
     try:
         value = output.model_validate(payload)
     except ValidationError as error:

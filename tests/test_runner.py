@@ -196,9 +196,8 @@ def test_terminal_phase_failures_keep_the_outcome_and_record_the_phase(tmp_path)
 
 def test_a_second_writer_on_the_same_folder_is_refused(tmp_path):
     tmp_path.mkdir(exist_ok=True)
-    with FileLock(tmp_path / ".lock"):
-        with pytest.raises(RunLocked, match="another pos_bench process"):
-            run(config(n_tasks=1), tmp_path, {})
+    with FileLock(tmp_path / ".lock"), pytest.raises(RunLocked, match="another pos_bench process"):
+        run(config(n_tasks=1), tmp_path, {})
     assert not (tmp_path / "results.jsonl").exists()
 
 

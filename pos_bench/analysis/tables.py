@@ -28,11 +28,13 @@ def load_paper(path: Path) -> pd.DataFrame:
 
 
 def load_runs(results_root: Path) -> pd.DataFrame:
-    """One row per run directory that has a summary.json."""
+    """One row per run directory that has a summary.json (`<bench>/<method>/<model>/<run>/`, one run folder
+    per settings fingerprint; runs written before fingerprints sit directly in `<bench>/<method>/<model>/`)."""
     rows = []
-    for path in sorted(results_root.glob("*/*/*/summary.json")):
+    found = [*results_root.glob("*/*/*/summary.json"), *results_root.glob("*/*/*/*/summary.json")]
+    for path in sorted(found):
         data = json.loads(path.read_text(encoding="utf-8"))
-        bench, method, model = path.parent.relative_to(results_root).parts
+        bench, method, model = path.parent.relative_to(results_root).parts[:3]
         usage = data.get("usage", {})
         episodes = max(int(data.get("episodes", 0)), 1)
         row = {
