@@ -292,9 +292,33 @@ def settings_campaign(tmp: Path) -> list[Figure]:
 # --- fuzzed replies -------------------------------------------------------------------------------------
 
 
+def fuzz(
+    parse: Callable[[str], Any], examples: int, given: Any, settings: Any, checks: Any
+) -> dict[str, Any]:
+    """Feed `examples` hypothesis replies to `parse`; count them, its crashes, and its slowest parse."""
+    from tests.replies import parse_seconds, replies
+
+    seen = {"n": 0, "crashes": 0, "slowest": 0.0}
+
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(checks))
+    @given(replies())
+    def attempt(text: str) -> None:
+        seen["n"] += 1
+        try:
+            seconds = parse_seconds(parse, text)
+        except Exception:  # noqa: BLE001 - counting crashes is the point
+            seen["crashes"] += 1
+            return
+        seen["slowest"] = max(seen["slowest"], seconds)
+
+    attempt()
+    return seen
+
+
 def fuzz_campaign(examples: int) -> list[Figure]:
     from hypothesis import HealthCheck, given, settings
 
+    from baselines.lh_harness_records import AuditReport as HarnessAudit
     from baselines.lh_harness_records import ManagerPlan
     from baselines.pace import ChunkSummary
     from baselines.passport_records import AuditReport as PassportAudit
@@ -305,7 +329,6 @@ def fuzz_campaign(examples: int) -> list[Figure]:
     from pos_bench.pos.updater import BeliefText
     from pos_bench.structured import read_structured
     from pos_bench.types import Observation
-    from tests.replies import parse_seconds, replies
 
     commands = Observation("obs", actions=("look", "go north"))
     tools = Observation("obs", tools=({"type": "function", "function": {"name": "ask"}},))
@@ -321,28 +344,14 @@ def fuzz_campaign(examples: int) -> list[Figure]:
         ("sentinel progress", ProgressReply),
         ("summariser (PACE)", ChunkSummary),
         ("manager (LH harness)", ManagerPlan),
-        ("auditor / passport auditor", PassportAudit),
+        ("auditor (LH harness)", HarnessAudit),
+        ("passport auditor", PassportAudit),
         ("passport", Passport),
     ]:
         parsers[role] = lambda text, output=output: read_structured(text, output)
     figures = []
     for name, parse in parsers.items():
-        seen = {"n": 0, "crashes": 0, "slowest": 0.0}
-
-        @settings(
-            max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
-        )
-        @given(replies())
-        def attempt(text: str, parse=parse, seen=seen) -> None:
-            seen["n"] += 1
-            try:
-                seconds = parse_seconds(parse, text)
-            except Exception:  # noqa: BLE001 - counting crashes is the point
-                seen["crashes"] += 1
-                return
-            seen["slowest"] = max(seen["slowest"], seconds)
-
-        attempt()
+        seen = fuzz(parse, examples, given, settings, HealthCheck)
         ok = seen["n"] >= examples and seen["crashes"] == 0 and seen["slowest"] < 0.05
         figures.append(
             Figure(
