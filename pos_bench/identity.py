@@ -27,6 +27,7 @@ from typing import Any
 from filelock import FileLock
 
 from pos_bench import __version__
+from pos_bench.models.cache import NOT_IDENTITY
 from pos_bench.models.cache import identity as model_identity
 from pos_bench.types import to_jsonable
 
@@ -135,13 +136,18 @@ def folder_name(overrides: Iterable[str], short: str) -> str:
     """A readable run-folder name: the outcome-shaping command-line settings, then the short fingerprint."""
     parts = []
     for item in overrides:
-        text = item.lstrip("+~")
-        key = text.split("=", 1)[0]
+        key, _, value = item.lstrip("+~").partition("=")
+        name = key.split(".")[-1]
         if key.startswith(NOT_NAMING) or "." not in key and not item.startswith("+"):
             continue
-        if key.startswith("bench.") and key.split(".")[-1] in SLICE_KEYS:
+        if (
+            key.startswith("bench.")
+            and name in SLICE_KEYS
+            or key.startswith(("model.", "roles."))
+            and name in NOT_IDENTITY
+        ):
             continue
-        parts.append(text.split(".")[-1] if "." in key else text)
+        parts.append(f"{name}={value.rstrip('/').split('/')[-1]}")
     slug = re.sub(r"[^A-Za-z0-9._=,-]+", "_", ",".join(sorted(parts)))[:60].strip("_,") or "default"
     return f"{slug}-{short}"
 

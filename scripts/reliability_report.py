@@ -370,7 +370,7 @@ def echo_campaign(tmp: Path) -> list[Figure]:
     key = "sk-reliability-" + secrets.token_hex(16)
 
     def refuse(body: dict, headers: dict) -> tuple[int, dict]:
-        auth = headers.get("Authorization", "")
+        auth = {k.lower(): v for k, v in headers.items()}.get("authorization", "")
         return 401, {
             "error": {"message": f"Incorrect API key provided: {auth}", "type": "invalid_request_error"}
         }
