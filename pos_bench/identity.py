@@ -104,6 +104,7 @@ def run_identity(cfg: Mapping[str, Any], description: Mapping[str, Any]) -> RunI
             for role, node in (cfg.get("roles") or {}).items()
         },
         "runner": {k: (cfg.get("runner") or {}).get(k) for k in EPISODE_RUNNER_KEYS},
+        "expert": bool(cfg.get("expert", False)),
         "version": __version__,
     }
     settings = to_jsonable(settings)

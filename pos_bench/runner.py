@@ -30,6 +30,7 @@ from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.preflight import ConfigError, check_config
 from pos_bench.progress import Progress
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
@@ -118,7 +119,7 @@ def run_episode(
     try:
         benchmark = instantiate(cfg["bench"], _convert_="all")
         model = Recorded(build_model(cfg), log)
-        env = benchmark.make_env(model)
+        env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
         try:
             with instantiate(cfg["method"], _convert_="all")(model=model) as method:
                 result = play(
@@ -143,6 +144,22 @@ def run_episode(
         log.write("error", error=f"result.json not written: {type(error).__name__}: {error}")
     log.close()
     return result_from_json(redactor.value(result_row(result)))
+
+
+def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
+    """The benchmark's environment, or its expert environment when the run plays the expert."""
+    if not expert:
+        return benchmark.make_env(model)
+    if not isinstance(benchmark, ExpertBenchmark):
+        raise ValueError(no_expert(benchmark))  # noqa: TRY004 - a config choice, not a programming error
+    return benchmark.make_expert_env(model)
+
+
+def no_expert(benchmark: Benchmark) -> str:
+    return (
+        f"method=expert needs a benchmark with a planner expert of its own, and {type(benchmark).__name__} has "
+        "none: the expert runs on bench=alfworld and bench=toy."
+    )
 
 
 def episodes(
@@ -178,6 +195,8 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         tasks = list(benchmark.tasks())
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
         raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
+    if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
+        raise ConfigError(no_expert(benchmark))
     try:
         model = build_model(cfg)
         description = dict(model.describe())
