@@ -472,6 +472,25 @@ def bad_files_campaign(tmp: Path) -> list[Figure]:
             ok,
         )
     )
+    staged = SHARED / "benchmarks" / "clindiag"
+    tarballs = sorted(staged.glob("*.tar.gz")) if staged.is_dir() else []
+    if tarballs:
+        data = tmp / "truncated_clindiag"
+        data.mkdir()
+        whole = tarballs[0].read_bytes()
+        (data / tarballs[0].name).write_bytes(whole[: len(whole) // 2])
+        for manifest in staged.glob("*.txt"):
+            (data / manifest.name).symlink_to(manifest)
+        out = cli(
+            ["bench=clindiag", "method=raw", "model=scripted", f"bench.data_dir={data}"], tmp / "tarball"
+        )
+        ok = out.returncode == 2 and "damaged or truncated" in out.stderr and tarballs[0].name in out.stderr
+        last = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ""
+        figures.append(
+            Figure("truncated data tarball", f"exit {out.returncode}; message: {last[:110]!r}", ok)
+        )
+    else:
+        figures.append(Figure("truncated data tarball", f"skipped: no staged tarball in {staged}", True))
     return figures
 
 
