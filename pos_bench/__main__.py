@@ -25,7 +25,7 @@ from pos_bench.preflight import ConfigError
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsError
 from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
-from pos_bench.summary import Summary, format_errors, format_table
+from pos_bench.summary import Summary, format_errors, format_notes, format_table
 
 REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
 """Errors that stop a run before (or instead of) playing: one message, exit code 2."""
@@ -67,9 +67,9 @@ def play(cfg: DictConfig) -> Summary:
     summary = run(plain, run_dir, labels, prepared=prepared, identity=identity)
     redactor = redactor_for(plain)
     print(redactor.text(format_table([summary])))
-    errors = format_errors(summary, run_dir)
-    if errors:
-        print(redactor.text(errors))
+    for extra in (format_notes(summary), format_errors(summary, run_dir)):
+        if extra:
+            print(redactor.text(extra))
     print(f"results: {run_dir}")
     return summary
 

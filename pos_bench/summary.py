@@ -169,6 +169,11 @@ def write_summary(path: Path, summary: Summary, redactor: Redactor = NO_SECRETS)
     write_result(path, summary, redactor)
 
 
+def format_notes(summary: Summary) -> str:
+    """The notes a reader of the table needs (how the extras are averaged), when the run has extras."""
+    return "\n".join(f"note: {note}" for note in summary.notes) if summary.extras else ""
+
+
 def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:
     """The errors' most common causes, with one example transcript; empty when nothing errored."""
     if not summary.errors:

@@ -1,8 +1,11 @@
 """The command line: compose, run, print; resume; sweeps; clear errors on bad choices and values."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -160,3 +163,31 @@ def test_multirun_prints_one_row_per_method(tmp_path):
     assert "raw" in sweep and "expert" in sweep
     assert (only_run(tmp_path, "toy/raw/scripted") / "summary.json").exists()
     assert (only_run(tmp_path, "toy/expert/scripted") / "summary.json").exists()
+
+
+def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
+         "runner.n_jobs=2", "runner.progress=false", f"results_root={tmp_path}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.rglob("results.jsonl")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "run the same command again to resume" in err
+    folder = only_run(tmp_path, "toy/raw/scripted")
+    saved = len((folder / "results.jsonl").read_text().splitlines())
+    assert f"interrupted: {saved} of 8 episodes are saved" in err
+
+
+def test_extras_say_how_they_are_averaged(tmp_path):
+    out = cli("bench=rca_synthetic", "bench.limit=1", "method=raw", "model=scripted", f"results_root={tmp_path}",
+              "runner.progress=false")  # fmt: skip
+    assert (
+        "note: extras are means over the episodes each one applies to, an errored episode counting as 0"
+        in out.stdout
+    )
