@@ -1,7 +1,7 @@
 """Render one PoS episode's belief trajectory as readable text: per step the action, audit verdict, progress,
 health, diagnosis, recovery directive and tokens per role, then the committed belief.
 
-    .venv/bin/python scripts/show_belief.py results/toy/pos/scripted/episodes/toy__000 [--worlds]
+    .venv/bin/python scripts/show_belief.py results/toy/pos/scripted/<run>/episodes/toy__000 [--worlds]
 """
 
 from __future__ import annotations
