@@ -24,6 +24,27 @@ MAX_DEPTH = 64
 printing) a deeper one costs time for nothing."""
 
 
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""A JSON string (skipped whole) or a bracket."""
+
+
+def opens_too_deep(text: str, start: int, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text at `start` nests deeper than `limit` before it closes. Checked on the text, so a
+    deep reply is refused without decoding it (decoding thousands of levels costs tens of milliseconds)."""
+    depth = 0
+    for token in _TOKEN.finditer(text, start):
+        kind = token.group()
+        if kind in "{[":
+            depth += 1
+            if depth > limit:
+                return True
+        elif kind in "}]":
+            depth -= 1
+            if depth <= 0:
+                return False
+    return False
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether `value` nests dicts/lists more than `limit` levels (checked without recursion)."""
     stack = [(value, 1)]
@@ -54,6 +75,8 @@ def extract_json_object(text: str) -> Mapping[str, Any] | None:
     for candidate in candidates:
         starts = [m.start() for m in itertools.islice(re.finditer(r"\{", candidate), MAX_OBJECT_STARTS)]
         for start in starts:
+            if opens_too_deep(candidate, start):
+                break  # every later start lies inside the same too-deep nesting
             try:
                 value, _ = decoder.raw_decode(candidate, start)
             except ValueError:  # JSONDecodeError and UnicodeError are ValueErrors
