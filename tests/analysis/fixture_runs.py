@@ -16,6 +16,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.runner import run
 from pos_bench.types import Prompt
@@ -204,3 +206,9 @@ def _rca() -> dict[str, Any]:
 def _loca() -> dict[str, Any]:
     return {"_target_": "pos_bench.benchmarks.loca.LocaBenchmark", "families": ["inventory_alert"],
             "seeds": [42, 123], "scales": ["8k", "16k"], "max_turns": 10}
+
+
+@pytest.fixture(scope="session")
+def fixture_runs(tmp_path_factory) -> dict[str, Path]:
+    """All fixture runs, built once per test session (import this into a conftest to use it)."""
+    return build_all(tmp_path_factory.mktemp("runs"))
