@@ -99,6 +99,21 @@ def turns(events: Iterable[Mapping[str, Any]], strings: Strings) -> list[dict[st
     return out
 
 
+def gap_text(gap: Any) -> str:
+    if isinstance(gap, Mapping):
+        return f"{gap.get('gap_type', '?')}: {gap.get('target', '')}"
+    return "none" if gap is None else str(gap)
+
+
+def issue_text(issue: Any) -> str:
+    """An audit issue in one line: problem, targets, and the quoted evidence."""
+    if not isinstance(issue, Mapping):
+        return str(issue)
+    where = f" (step {issue.get('evidence_step')}: {issue.get('evidence_quote', '')!r})" if "evidence_step" in issue else ""
+    targets = ", ".join(map(str, issue.get("targets", [])))
+    return f"{issue.get('problem', '')} [{issue.get('issue_type', '')}{': ' + targets if targets else ''}]{where}"
+
+
 def memory_view(record: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
     """The parts of a PoS memory record the timeline shows; other methods' records are kept as JSON text."""
     if "status" not in record and "context_error" not in record:
@@ -114,7 +129,7 @@ def memory_view(record: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
             {
                 "mode": a.get("audit_mode"),
                 "failed": bool(a.get("failed")),
-                "issues": [strings.add(i) for i in a.get("issues", [])],
+                "issues": [strings.add(issue_text(i)) for i in a.get("issues", [])],
             }
             for a in record.get("audit", [])
         ],
@@ -126,6 +141,6 @@ def memory_view(record: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
         },
         "recovery": None if recovery is None else strings.add(recovery.get("instruction", "")),
         "recovery_ended": [r.get("status") for r in record.get("recovery_ended", [])],
-        "active_gap": strings.add(committed.get("frontier")) if "frontier" in committed else None,
+        "active_gap": strings.add(gap_text(committed.get("frontier"))) if "frontier" in committed else None,
         "belief_text": strings.add(record["belief_text"]) if record.get("belief_text") else None,
     }
