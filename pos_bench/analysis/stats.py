@@ -35,7 +35,8 @@ def wilson(successes: int, n: int, *, alpha: float = ALPHA) -> Interval:
     if n == 0:
         return Interval(0.0, 1.0)
     low, high = proportion_confint(successes, n, alpha=alpha, method="wilson")
-    return Interval(float(low), float(high))
+    # at k = 0 or k = n the bound is exactly 0 or 1; floating point lands a hair inside it
+    return Interval(0.0 if successes == 0 else float(low), 1.0 if successes == n else float(high))
 
 
 def cluster_bootstrap(

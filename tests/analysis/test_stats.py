@@ -22,7 +22,7 @@ def test_wilson_matches_the_formula_worked_by_hand():
     assert w.low == pytest.approx(0.490164, abs=1e-5) and w.high == pytest.approx(0.943318, abs=1e-5)
     zero = wilson(0, 4)  # z²/(n + z²) = 3.841459 / 7.841459
     assert zero.low == 0.0 and zero.high == pytest.approx(0.489891, abs=1e-5)
-    assert (wilson(0, 0).low, wilson(0, 0).high) == (0.0, 1.0)
+    assert (wilson(0, 0).low, wilson(0, 0).high) == (0.0, 1.0) and wilson(4, 4).high == 1.0
 
 
 def test_exact_mcnemar_is_the_binomial_tail_of_the_discordant_pairs():
