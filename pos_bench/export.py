@@ -34,16 +34,30 @@ def episode_rows(run: Run) -> list[dict[str, Any]]:
     recorded = {r.get("task_id"): r for r in read_jsonl(run.folder / "results.jsonl")}
     for e in run.episodes.to_dict("records"):
         full = episode_result(run.folder, recorded.get(e["task_id"], {"task_id": e["task_id"]}))
-        rows.append({
-            "run": run.name, "bench": run.bench, "method": run.method, "model": run.model,
-            "flags": list(run.flags), "fingerprint": run.fingerprint,
-            "task_id": e["task_id"], "status": e["status"], "success": bool(e["success"]),
-            "score": float(e["score"]), "steps": int(e.get("steps") or 0), "turns": int(_clean(e.get("turns")) or 0),
-            "error": _clean(e.get("error")), "method_tokens": int(_clean(e.get("method_tokens")) or 0),
-            "peak": _clean(e.get("peak")), "dependency": _clean(e.get("dependency")),
-            "task_meta": _json(full.get("task_meta", {})), "usage": _json(full.get("usage", {})),
-            "extras": _json(full.get("extras", {})), "report": _json(full.get("report", {})),
-        })
+        rows.append(
+            {
+                "run": run.name,
+                "bench": run.bench,
+                "method": run.method,
+                "model": run.model,
+                "flags": list(run.flags),
+                "fingerprint": run.fingerprint,
+                "task_id": e["task_id"],
+                "status": e["status"],
+                "success": bool(e["success"]),
+                "score": float(e["score"]),
+                "steps": int(e.get("steps") or 0),
+                "turns": int(_clean(e.get("turns")) or 0),
+                "error": _clean(e.get("error")),
+                "method_tokens": int(_clean(e.get("method_tokens")) or 0),
+                "peak": _clean(e.get("peak")),
+                "dependency": _clean(e.get("dependency")),
+                "task_meta": _json(full.get("task_meta", {})),
+                "usage": _json(full.get("usage", {})),
+                "extras": _json(full.get("extras", {})),
+                "report": _json(full.get("report", {})),
+            }
+        )
     return rows
 
 
@@ -57,17 +71,26 @@ def step_rows(run: Run, task_id: str, events: Iterable[Mapping[str, Any]]) -> li
         if kind == "call":
             usage = e.get("usage") or {}
             role = str(e.get("role"))
-            tokens[role] = tokens.get(role, 0) + int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+            tokens[role] = (
+                tokens.get(role, 0) + int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+            )
             if role == "agent":
                 last_agent = e
         elif kind == "step":
-            rows.append({
-                "run": run.name, "task_id": task_id, "turn": int(e.get("turn", len(rows))),
-                "thought": str(e.get("thought", "")), "action": _json(e.get("action")),
-                "observation": str((e.get("observation") or {}).get("text", "")),
-                "prompt": _json((last_agent.get("prompt") or {}).get("messages", [])),
-                "reply": str(last_agent.get("reply", "")), "memory": "null", "tokens": "{}",
-            })
+            rows.append(
+                {
+                    "run": run.name,
+                    "task_id": task_id,
+                    "turn": int(e.get("turn", len(rows))),
+                    "thought": str(e.get("thought", "")),
+                    "action": _json(e.get("action")),
+                    "observation": str((e.get("observation") or {}).get("text", "")),
+                    "prompt": _json((last_agent.get("prompt") or {}).get("messages", [])),
+                    "reply": str(last_agent.get("reply", "")),
+                    "memory": "null",
+                    "tokens": "{}",
+                }
+            )
         elif kind == "memory" and rows and rows[-1]["turn"] == e.get("turn"):
             rows[-1]["memory"] = _json(e.get("record"))
             rows[-1]["tokens"], tokens = _json(tokens), {}
@@ -77,14 +100,38 @@ def step_rows(run: Run, task_id: str, events: Iterable[Mapping[str, Any]]) -> li
 
 
 EPISODE_TYPES = {
-    "run": "string", "bench": "string", "method": "string", "model": "string", "flags": ["string"],
-    "fingerprint": "string", "task_id": "string", "status": "string", "success": "bool", "score": "float64",
-    "steps": "int64", "turns": "int64", "error": "string", "method_tokens": "int64", "peak": "float64",
-    "dependency": "float64", "task_meta": "string", "usage": "string", "extras": "string", "report": "string",
+    "run": "string",
+    "bench": "string",
+    "method": "string",
+    "model": "string",
+    "flags": ["string"],
+    "fingerprint": "string",
+    "task_id": "string",
+    "status": "string",
+    "success": "bool",
+    "score": "float64",
+    "steps": "int64",
+    "turns": "int64",
+    "error": "string",
+    "method_tokens": "int64",
+    "peak": "float64",
+    "dependency": "float64",
+    "task_meta": "string",
+    "usage": "string",
+    "extras": "string",
+    "report": "string",
 }
 STEP_TYPES = {
-    "run": "string", "task_id": "string", "turn": "int64", "thought": "string", "action": "string",
-    "observation": "string", "prompt": "string", "reply": "string", "memory": "string", "tokens": "string",
+    "run": "string",
+    "task_id": "string",
+    "turn": "int64",
+    "thought": "string",
+    "action": "string",
+    "observation": "string",
+    "prompt": "string",
+    "reply": "string",
+    "memory": "string",
+    "tokens": "string",
 }
 
 
@@ -113,7 +160,9 @@ def export(run_dir: Path, out: Path) -> dict[str, Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("out", type=Path)
     args = parser.parse_args()

@@ -15,14 +15,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the fixture script lives in tests/
 
-from pos_bench.report.page import render  # noqa: E402
-from tests.analysis.fixture_runs import toy_run  # noqa: E402
+from pos_bench.report.page import render
+from tests.analysis.fixture_runs import toy_run
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--episodes", type=int, default=134)
-    parser.add_argument("--keep", type=Path, help="write the run and report here instead of a temporary folder")
+    parser.add_argument(
+        "--keep", type=Path, help="write the run and report here instead of a temporary folder"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)

@@ -16,7 +16,9 @@ def test_a_run_round_trips_through_parquet(fixture_runs, tmp_path, monkeypatch):
     folder = fixture_runs["toy_pos"]
     paths = export(folder, tmp_path / "out")
     loaded = {
-        name: datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "c"))
+        name: datasets.load_dataset(
+            "parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "c")
+        )
         for name, path in paths.items()
     }
     rows = read_jsonl(folder / "results.jsonl")
@@ -33,7 +35,10 @@ def test_a_run_round_trips_through_parquet(fixture_runs, tmp_path, monkeypatch):
     first = steps.filter(lambda s: s["task_id"] == "toy/000" and s["turn"] == 0)[0]
     events = read_jsonl(folder / "episodes" / "toy__000" / "events.jsonl")
     step0 = next(e for e in events if e["kind"] == "step")
-    assert first["observation"] == step0["observation"]["text"] and json.loads(first["action"]) == step0["action"]
+    assert (
+        first["observation"] == step0["observation"]["text"]
+        and json.loads(first["action"]) == step0["action"]
+    )
     assert json.loads(first["memory"])["status"] == "validated" and json.loads(first["tokens"])["agent"] > 0
 
 

@@ -44,7 +44,11 @@ class Tables:
     paper: pd.DataFrame
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), pd.DataFrame)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), pd.DataFrame)
+        }
 
 
 def collect(paths: Iterable[Path], spec: Path | None, backbones: Mapping[str, str] | None = None) -> Tables:
@@ -92,8 +96,13 @@ def text(tables: Tables) -> str:
     with pd.option_context("display.width", 250, "display.max_columns", 60, "display.max_colwidth", 60):
         for name, title in SECTIONS:
             frame = getattr(tables, name)
-            body = "(none)" if frame.empty else frame.to_string(index=name == "paper_layout", na_rep="–",
-                                                                 float_format=lambda v: f"{v:.4g}")
+            body = (
+                "(none)"
+                if frame.empty
+                else frame.to_string(
+                    index=name == "paper_layout", na_rep="–", float_format=lambda v: f"{v:.4g}"
+                )
+            )
             out.append(f"== {title}\n{body}\n")
     return "\n".join(out)
 

@@ -35,8 +35,10 @@ def comparisons(runs: Sequence[Run]) -> pd.DataFrame:
     for run in runs:
         groups.setdefault((run.bench, run.model), []).append(run)
     for (bench, model), group in sorted(groups.items()):
-        references = [("raw", next((r for r in group if r.method == RAW), None)),
-                      ("strongest baseline", strongest_baseline(group))]
+        references = [
+            ("raw", next((r for r in group if r.method == RAW), None)),
+            ("strongest baseline", strongest_baseline(group)),
+        ]
         for kind, reference in references:
             if reference is None:
                 continue
@@ -47,16 +49,24 @@ def comparisons(runs: Sequence[Run]) -> pd.DataFrame:
                 common = a.index.intersection(b.index)
                 result = paired(a[common].tolist(), b[common].tolist())
                 flags = sorted(set(run.flags) | set(reference.flags))
-                rows.append({
-                    "benchmark": bench, "model": model, "method": run.method,
-                    "against": f"{reference.method} ({kind})" if kind != "raw" else RAW,
-                    "flags": ", ".join(flags) or "–", "n paired": result.n,
-                    "diff pts": 100 * result.difference,
-                    "95% paired bootstrap": f"[{100 * result.interval.low:.1f}, {100 * result.interval.high:.1f}]",
-                    "wins/losses": f"{result.a_only}/{result.b_only}",
-                    "McNemar p": result.p_mcnemar,
-                    "MDE pts (80%)": 100 * minimum_detectable_effect(result.n, float(b[common].mean()) if len(common) else 0.0),
-                })
+                rows.append(
+                    {
+                        "benchmark": bench,
+                        "model": model,
+                        "method": run.method,
+                        "against": f"{reference.method} ({kind})" if kind != "raw" else RAW,
+                        "flags": ", ".join(flags) or "–",
+                        "n paired": result.n,
+                        "diff pts": 100 * result.difference,
+                        "95% paired bootstrap": f"[{100 * result.interval.low:.1f}, {100 * result.interval.high:.1f}]",
+                        "wins/losses": f"{result.a_only}/{result.b_only}",
+                        "McNemar p": result.p_mcnemar,
+                        "MDE pts (80%)": 100
+                        * minimum_detectable_effect(
+                            result.n, float(b[common].mean()) if len(common) else 0.0
+                        ),
+                    }
+                )
     table = pd.DataFrame(rows)
     if not table.empty:
         table["Holm p"] = holm(table["McNemar p"].tolist())

@@ -41,10 +41,14 @@ def ablation_plot(paper: pd.DataFrame, table: pd.DataFrame, out: Path) -> Path:
     series = series[["benchmark", "method", "value", "series"]]
     if not table.empty:
         mine = table[table["method"].isin(keep)]
-        mine = mine.assign(series="ours " + mine["model"] + " [" + mine["flags"] + "]", value=mine["success %"])
+        mine = mine.assign(
+            series="ours " + mine["model"] + " [" + mine["flags"] + "]", value=mine["success %"]
+        )
         series = pd.concat([series, mine[["benchmark", "method", "value", "series"]]], ignore_index=True)
     benchmarks = sorted(series["benchmark"].unique())
-    fig, axes = plt.subplots(1, max(len(benchmarks), 1), figsize=(4.5 * max(len(benchmarks), 1), 4), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(len(benchmarks), 1), figsize=(4.5 * max(len(benchmarks), 1), 4), squeeze=False
+    )
     for ax, bench in zip(axes[0], benchmarks):
         frame = series[series["benchmark"] == bench].pivot_table(
             index="method", columns="series", values="value", aggfunc="first"
@@ -90,8 +94,10 @@ def figure3(incidence: pd.DataFrame, distribution: pd.DataFrame, out: Path) -> P
     left.set_title("Trapping incidence")
     if not distribution.empty:
         tags = dict(zip(incidence["run"], names))
-        mix = distribution.assign(kind=distribution["pattern"] + " × " + distribution["dimension"],
-                                  run=distribution["run"].map(tags))
+        mix = distribution.assign(
+            kind=distribution["pattern"] + " × " + distribution["dimension"],
+            run=distribution["run"].map(tags),
+        )
         share = mix.pivot_table(index="run", columns="kind", values="onsets", aggfunc="sum").fillna(0)
         share = share.div(share.sum(axis=1), axis=0) * 100
         share.plot.barh(stacked=True, ax=right, colormap="tab20")
@@ -116,11 +122,22 @@ def per_length(runs: Sequence[Run]) -> pd.DataFrame:
         for scale, group in done.groupby(SCALE_KEY):
             k, n = int(group["success"].sum()), len(group)
             w = wilson(k, n)
-            rows.append({"run": run.name, "flags": ", ".join(run.flags) or "–", "length": str(scale), "n": n,
-                         "success %": 100 * k / n, "low %": 100 * w.low, "high %": 100 * w.high})
+            rows.append(
+                {
+                    "run": run.name,
+                    "flags": ", ".join(run.flags) or "–",
+                    "length": str(scale),
+                    "n": n,
+                    "success %": 100 * k / n,
+                    "low %": 100 * w.low,
+                    "high %": 100 * w.high,
+                }
+            )
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        frame = frame.sort_values(["run", "length"], key=lambda c: c.map(scale_value) if c.name == "length" else c)
+        frame = frame.sort_values(
+            ["run", "length"], key=lambda c: c.map(scale_value) if c.name == "length" else c
+        )
     return frame
 
 

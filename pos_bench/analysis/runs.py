@@ -135,7 +135,9 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
         "turns": int(row.get("turns") or 0),
         "error": row.get("error"),
         "method_tokens": sum(
-            u.input_tokens + u.output_tokens for r, u in usage.items() if not r.startswith(BENCHMARK_ROLE_PREFIX)
+            u.input_tokens + u.output_tokens
+            for r, u in usage.items()
+            if not r.startswith(BENCHMARK_ROLE_PREFIX)
         ),
         "peak": _recorded(row, "peak"),
         "dependency": _recorded(row, "dependency"),
@@ -181,7 +183,9 @@ def cluster_key(episodes: pd.DataFrame) -> str | None:
     return None
 
 
-def run_flags(meta: Mapping[str, Any], episodes: pd.DataFrame, total: int | None, finished: bool) -> tuple[str, ...]:
+def run_flags(
+    meta: Mapping[str, Any], episodes: pd.DataFrame, total: int | None, finished: bool
+) -> tuple[str, ...]:
     labels = meta.get("labels") or {}
     bench_cfg = (meta.get("config") or {}).get("bench") or {}
     flags = []
@@ -207,9 +211,10 @@ def load_run(folder: Path, *, with_events: bool = True) -> Run:
     total = meta.get("tasks") if isinstance(meta.get("tasks"), int) else None
     summary = read_json(folder / "summary.json")
     config = meta.get("config") or {}
-    fingerprint = meta.get("fingerprint") or hashlib.sha256(
-        json.dumps(config, sort_keys=True, default=str).encode()
-    ).hexdigest()[:12]
+    fingerprint = (
+        meta.get("fingerprint")
+        or hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    )
     return Run(
         folder=folder,
         bench=str(labels.get("bench") or parts[0]),
@@ -275,7 +280,9 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
                 "left": _left(run, done),
                 "running": int((e["status"] == "running").sum()) if "status" in e else 0,
                 "errors": len(errors),
-                "commonest error": (f"{causes.most_common(1)[0][0]} ×{causes.most_common(1)[0][1]}" if causes else "–"),
+                "commonest error": (
+                    f"{causes.most_common(1)[0][0]} ×{causes.most_common(1)[0][1]}" if causes else "–"
+                ),
                 "method tokens": int(e["method_tokens"].sum()) if "method_tokens" in e else 0,
                 "cost": run.cost,
             }

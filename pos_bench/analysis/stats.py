@@ -40,7 +40,11 @@ def wilson(successes: int, n: int, *, alpha: float = ALPHA) -> Interval:
 
 
 def cluster_bootstrap(
-    outcomes: Sequence[float], clusters: Sequence[object], *, alpha: float = ALPHA, resamples: int = RESAMPLES,
+    outcomes: Sequence[float],
+    clusters: Sequence[object],
+    *,
+    alpha: float = ALPHA,
+    resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> Interval:
     """Percentile interval of the mean when whole clusters (not single cases) are resampled with replacement."""
@@ -71,7 +75,12 @@ class Paired:
 
 
 def paired_bootstrap(
-    a: Sequence[bool], b: Sequence[bool], *, alpha: float = ALPHA, resamples: int = RESAMPLES, seed: int = SEED
+    a: Sequence[bool],
+    b: Sequence[bool],
+    *,
+    alpha: float = ALPHA,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
 ) -> Interval:
     """Percentile interval of mean(a − b), resampling tasks (pairs stay together)."""
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
@@ -112,7 +121,9 @@ def holm(p_values: Sequence[float], *, alpha: float = ALPHA) -> list[float]:
     return [float(p) for p in multipletests(list(p_values), alpha=alpha, method="holm")[1]]
 
 
-def minimum_detectable_effect(n: int, baseline: float, *, alpha: float = ALPHA, power: float = POWER) -> float:
+def minimum_detectable_effect(
+    n: int, baseline: float, *, alpha: float = ALPHA, power: float = POWER
+) -> float:
     """Smallest improvement over a `baseline` rate that n tasks per arm detect with `power` (two-sided test of
     two proportions, Cohen's h). A paired design on the same tasks is usually more sensitive, so this is a
     conservative bound. NaN when n < 2."""

@@ -72,7 +72,8 @@ def with_paper(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     values = paper.set_index(["benchmark", "method", "backbone"])["value"]
     table = table.copy()
     table["paper %"] = [
-        values.get((b, m, bb), float("nan")) for b, m, bb in zip(table["benchmark"], table["method"], table["backbone"])
+        values.get((b, m, bb), float("nan"))
+        for b, m, bb in zip(table["benchmark"], table["method"], table["backbone"])
     ]
     return table
 
@@ -80,7 +81,9 @@ def with_paper(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
 def side_by_side(paper: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     """The paper's layout: rows (benchmark, method), paper values per backbone, then one column per run of ours
     named with its model and flags (n is in `ours`)."""
-    wide = paper.pivot_table(index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first")
+    wide = paper.pivot_table(
+        index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first"
+    )
     wide.columns = [f"paper {c}" for c in wide.columns]
     if not table.empty:
         column = "ours " + table["model"] + " [" + table["flags"] + "]"
@@ -98,7 +101,11 @@ def _best_baseline(values: Mapping[str, float]) -> tuple[str, float] | None:
 
 def _gain(pos: float | None, best: tuple[str, float] | None) -> dict:
     if pos is None or best is None:
-        return {"strongest baseline": best[0] if best else "–", "absolute": float("nan"), "relative %": float("nan")}
+        return {
+            "strongest baseline": best[0] if best else "–",
+            "absolute": float("nan"),
+            "relative %": float("nan"),
+        }
     absolute = pos - best[1]
     return {
         "strongest baseline": best[0],
@@ -113,33 +120,56 @@ def gains(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """Gain of PoS over the strongest baseline per (benchmark, model) of ours, beside the paper's for that
     benchmark and the model's backbone (every backbone when the model stands for none)."""
     rows = []
-    for (bench, model), group in (table.groupby(["benchmark", "model"]) if not table.empty else []):
+    for (bench, model), group in table.groupby(["benchmark", "model"]) if not table.empty else []:
         values = dict(zip(group["method"], group["success %"]))
         flags = ", ".join(sorted({f for fl in group["flags"] for f in fl.split(", ") if f != "–"})) or "–"
-        rows.append({"source": f"ours {model}", "benchmark": bench, "flags": flags,
-                     **_gain(values.get(POS), _best_baseline(values))})
+        rows.append(
+            {
+                "source": f"ours {model}",
+                "benchmark": bench,
+                "flags": flags,
+                **_gain(values.get(POS), _best_baseline(values)),
+            }
+        )
     for (bench, backbone), group in paper.groupby(["benchmark", "backbone"]):
         values = dict(zip(group["method"], group["value"]))
-        rows.append({"source": f"paper {backbone}", "benchmark": bench, "flags": "–",
-                     **_gain(values.get(POS), _best_baseline(values))})
+        rows.append(
+            {
+                "source": f"paper {backbone}",
+                "benchmark": bench,
+                "flags": "–",
+                **_gain(values.get(POS), _best_baseline(values)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def ablation_drops(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     """PoS − each ablation, in points, ours per (benchmark, model) beside the paper's per backbone."""
     rows = []
-    sources = [(f"ours {m}", b, g.set_index("method")["success %"]) for (b, m), g in
-               (table.groupby(["benchmark", "model"]) if not table.empty else [])]
-    sources += [(f"paper {bb}", b, g.set_index("method")["value"]) for (b, bb), g in
-                paper.groupby(["benchmark", "backbone"])]
+    sources = [
+        (f"ours {m}", b, g.set_index("method")["success %"])
+        for (b, m), g in (table.groupby(["benchmark", "model"]) if not table.empty else [])
+    ]
+    sources += [
+        (f"paper {bb}", b, g.set_index("method")["value"])
+        for (b, bb), g in paper.groupby(["benchmark", "backbone"])
+    ]
     for source, bench, values in sources:
         if POS not in values:
             continue
         for variant in ABLATIONS:
             if variant in values:
-                rows.append({"source": source, "benchmark": bench, "ablation": variant,
-                             "PoS %": values[POS], "ablation %": values[variant],
-                             "drop": values[POS] - values[variant]})
+                rows.append(
+                    {
+                        "source": source,
+                        "benchmark": bench,
+                        "ablation": variant,
+                        "PoS %": values[POS],
+                        "ablation %": values[variant],
+                        "drop": values[POS] - values[variant],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -152,13 +182,22 @@ def token_table(runs: Sequence[Run], paper_tokens: pd.DataFrame | None = None) -
         row = {"run": run.name, "flags": ", ".join(run.flags) or "–", "n": len(done)}
         for column in sorted(c for c in done.columns if c.startswith("tokens.")):
             row[f"{column.removeprefix('tokens.')} k"] = done[column].fillna(0).mean() / 1000
-        row["method k"] = done["method_tokens"].mean() / 1000 if "method_tokens" in done and len(done) else None
+        row["method k"] = (
+            done["method_tokens"].mean() / 1000 if "method_tokens" in done and len(done) else None
+        )
         for key in ("peak", "dependency"):
             values = done[key].dropna() if key in done else pd.Series(dtype=float)
             row[key] = values.mean() if len(values) else None
         rows.append(row)
     if paper_tokens is not None:
         for p in paper_tokens.to_dict("records"):
-            rows.append({"run": f"paper {p['backbone']} {p['benchmark']}/{p['method']}", "flags": "–",
-                         "n": p["n_cases"], "agent k": p["agent_tokens_k"], "method k": p["total_tokens_k"]})
+            rows.append(
+                {
+                    "run": f"paper {p['backbone']} {p['benchmark']}/{p['method']}",
+                    "flags": "–",
+                    "n": p["n_cases"],
+                    "agent k": p["agent_tokens_k"],
+                    "method k": p["total_tokens_k"],
+                }
+            )
     return pd.DataFrame(rows).round(3)

@@ -57,9 +57,17 @@ def trapping(runs: Iterable[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
             continue
         trapped = [t for t, h in histories.items() if any(x.get("trapped") for x in h)]
         w = wilson(len(trapped), len(histories))
-        incidence.append({"run": run.name, "flags": ", ".join(run.flags) or "–", "n": len(histories),
-                          "trapped": len(trapped), "incidence %": 100 * len(trapped) / len(histories),
-                          "low %": 100 * w.low, "high %": 100 * w.high})
+        incidence.append(
+            {
+                "run": run.name,
+                "flags": ", ".join(run.flags) or "–",
+                "n": len(histories),
+                "trapped": len(trapped),
+                "incidence %": 100 * len(trapped) / len(histories),
+                "low %": 100 * w.low,
+                "high %": 100 * w.high,
+            }
+        )
         for history in histories.values():
             for pattern, dimension in onsets(history):
                 counts.append({"run": run.name, "pattern": pattern, "dimension": dimension})

@@ -15,12 +15,20 @@ DEFAULT_SPEC = Path(__file__).resolve().parents[2].parent / "shared" / "spec"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("-o", "--output", type=Path, default=Path("report.html"))
-    parser.add_argument("--spec", type=Path, default=DEFAULT_SPEC,
-                        help="folder with paper_results.csv and paper_tokens.csv (skipped when absent)")
-    parser.add_argument("--no-figures", action="store_true", help="leave the PNG figures out (faster, smaller)")
+    parser.add_argument(
+        "--spec",
+        type=Path,
+        default=DEFAULT_SPEC,
+        help="folder with paper_results.csv and paper_tokens.csv (skipped when absent)",
+    )
+    parser.add_argument(
+        "--no-figures", action="store_true", help="leave the PNG figures out (faster, smaller)"
+    )
     args = parser.parse_args()
     missing = [str(p) for p in args.runs if not p.exists()]
     if missing:

@@ -39,7 +39,9 @@ def _call(event: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
     usage = event.get("usage") or {}
     return {
         "role": str(event.get("role", "?")),
-        "messages": [[m.get("role", "?"), strings.add(m.get("content", ""))] for m in prompt.get("messages", [])],
+        "messages": [
+            [m.get("role", "?"), strings.add(m.get("content", ""))] for m in prompt.get("messages", [])
+        ],
         "reply": strings.add(event.get("reply", event.get("error", ""))),
         "error": event.get("kind") == "call_error",
         "in": int(usage.get("input_tokens", 0)),
@@ -61,9 +63,10 @@ def turns(events: Iterable[Mapping[str, Any]], strings: Strings) -> list[dict[st
         kind = e.get("kind")
         if kind in ("call", "call_error"):
             call = _call(e, strings)
-            if call["role"] == "agent" and ("step" in current or (not out and current["calls"] and not any(
-                c["role"] == "agent" for c in current["calls"]
-            ))):
+            if call["role"] == "agent" and (
+                "step" in current
+                or (not out and current["calls"] and not any(c["role"] == "agent" for c in current["calls"]))
+            ):
                 out.append(current)
                 current = _new_turn("turn")
             current["calls"].append(call)
@@ -73,11 +76,14 @@ def turns(events: Iterable[Mapping[str, Any]], strings: Strings) -> list[dict[st
             if "step" in current:
                 out.append(current)
                 current = _new_turn("turn")
-            current.update(turn=e.get("turn"), step={
-                "thought": strings.add(e.get("thought", "")),
-                "action": strings.add(_action_text(e.get("action"))),
-                "observation": strings.add((e.get("observation") or {}).get("text", "")),
-            })
+            current.update(
+                turn=e.get("turn"),
+                step={
+                    "thought": strings.add(e.get("thought", "")),
+                    "action": strings.add(_action_text(e.get("action"))),
+                    "observation": strings.add((e.get("observation") or {}).get("text", "")),
+                },
+            )
         elif kind == "memory":
             current["memory"] = memory_view(e.get("record") or {}, strings)
             out.append(current)
@@ -109,7 +115,11 @@ def issue_text(issue: Any) -> str:
     """An audit issue in one line: problem, targets, and the quoted evidence."""
     if not isinstance(issue, Mapping):
         return str(issue)
-    where = f" (step {issue.get('evidence_step')}: {issue.get('evidence_quote', '')!r})" if "evidence_step" in issue else ""
+    where = (
+        f" (step {issue.get('evidence_step')}: {issue.get('evidence_quote', '')!r})"
+        if "evidence_step" in issue
+        else ""
+    )
     targets = ", ".join(map(str, issue.get("targets", [])))
     return f"{issue.get('problem', '')} [{issue.get('issue_type', '')}{': ' + targets if targets else ''}]{where}"
 
@@ -134,10 +144,22 @@ def memory_view(record: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
             for a in record.get("audit", [])
         ],
         "progress": (record.get("progress") or {}).get("progress"),
-        "health": None if health is None else {
+        "health": None
+        if health is None
+        else {
             k: health.get(k)
-            for k in ("health_score", "persistence_e", "persistence_a", "stagnation", "recurrence",
-                      "health_threshold", "trapped", "trapping_pattern", "gap_dimension", "window_ready")
+            for k in (
+                "health_score",
+                "persistence_e",
+                "persistence_a",
+                "stagnation",
+                "recurrence",
+                "health_threshold",
+                "trapped",
+                "trapping_pattern",
+                "gap_dimension",
+                "window_ready",
+            )
         },
         "recovery": None if recovery is None else strings.add(recovery.get("instruction", "")),
         "recovery_ended": [r.get("status") for r in record.get("recovery_ended", [])],

@@ -28,9 +28,15 @@ from pos_bench.report.episodes import Strings, turns
 TOP_TABLES = (
     ("index", "Runs"),
     ("table1", "Table 1 — ours: success with n, Wilson 95% and cluster-bootstrap 95% intervals"),
-    ("gains", "Gain of PoS over the strongest baseline (absolute points; relative % of the baseline's score)"),
+    (
+        "gains",
+        "Gain of PoS over the strongest baseline (absolute points; relative % of the baseline's score)",
+    ),
     ("ablations", "Ablation drops (PoS − variant, points)"),
-    ("paired", "Paired comparisons on shared tasks (exact McNemar p; Holm across the table; MDE at 80% power)"),
+    (
+        "paired",
+        "Paired comparisons on shared tasks (exact McNemar p; Holm across the table; MDE at 80% power)",
+    ),
     ("tokens", "Table 2 — tokens per episode (thousands) per role, Peak, Dependency (×10⁶)"),
     ("incidence", "Figure 3 data — trapping incidence"),
     ("patterns", "Figure 3 data — trapping onsets by pattern × dimension"),
@@ -47,8 +53,10 @@ def cell(value: Any) -> str:
 
 
 def table_view(frame: pd.DataFrame) -> dict[str, Any]:
-    return {"columns": [str(c) for c in frame.columns],
-            "rows": [[cell(v) for v in row] for row in frame.itertuples(index=False)]}
+    return {
+        "columns": [str(c) for c in frame.columns],
+        "rows": [[cell(v) for v in row] for row in frame.itertuples(index=False)],
+    }
 
 
 def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
@@ -56,32 +64,50 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
     for row in run.episodes.to_dict("records"):
         events = read_jsonl(episode_folder(run.folder, row["task_id"]) / "events.jsonl")
         error = row.get("error")
-        out.append({
-            "task": row["task_id"],
-            "status": row["status"],
-            "success": bool(row["success"]),
-            "steps": int(row.get("steps") or 0),
-            "error": None if error is None or (isinstance(error, float) and math.isnan(error)) else str(error),
-            "turns": turns(events, strings),
-        })
+        out.append(
+            {
+                "task": row["task_id"],
+                "status": row["status"],
+                "success": bool(row["success"]),
+                "steps": int(row.get("steps") or 0),
+                "error": None
+                if error is None or (isinstance(error, float) and math.isnan(error))
+                else str(error),
+                "turns": turns(events, strings),
+            }
+        )
     return out
 
 
 def figures(tables: Tables) -> list[dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         written, skipped = write_figures(tables, Path(tmp))
-        images = [{"name": p.stem, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
-                  for p in written]
+        images = [
+            {"name": p.stem, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
+            for p in written
+        ]
     return images + [{"name": reason, "src": ""} for reason in skipped]
 
 
 def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: bool = True) -> str:
     tables = collect(paths, spec)
     strings = Strings()
-    runs = [{"id": i, "name": r.name, "bench": r.bench, "method": r.method, "model": r.model,
-             "flags": list(r.flags), "episodes": episode_payload(r, strings)} for i, r in enumerate(tables.runs)]
-    env = Environment(loader=PackageLoader("pos_bench.report", "templates"), autoescape=select_autoescape(
-        enabled_extensions=("html", "j2"), default=True))
+    runs = [
+        {
+            "id": i,
+            "name": r.name,
+            "bench": r.bench,
+            "method": r.method,
+            "model": r.model,
+            "flags": list(r.flags),
+            "episodes": episode_payload(r, strings),
+        }
+        for i, r in enumerate(tables.runs)
+    ]
+    env = Environment(
+        loader=PackageLoader("pos_bench.report", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2"), default=True),
+    )
     template = env.get_template("report.html.j2")
     return template.render(
         tables=[(title, table_view(getattr(tables, name))) for name, title in TOP_TABLES],

@@ -61,11 +61,15 @@ class HouseholdAgent:
         text = prompt.messages[-1].content
         goals = list(GOAL.finditer(text.split("Available actions:")[0]))
         goal = goals[-1] if len(goals) > 1 else None  # the first one is the format example's
-        actions = [line[2:] for line in text.split("Available actions:")[-1].splitlines() if line.startswith("- ")]
+        actions = [
+            line[2:] for line in text.split("Available actions:")[-1].splitlines() if line.startswith("- ")
+        ]
         if goal and self.explode_goal and goal.group(0) == self.explode_goal and index >= 2:
             raise RuntimeError(f"scripted provider outage on {goal.group(0)!r}")
         thought = (XSS + " ") if self.xss and index == 0 else ""
-        competent = goal is not None and zlib.crc32((self.salt + goal.group(0)).encode()) % 100 < 100 * self.skill
+        competent = (
+            goal is not None and zlib.crc32((self.salt + goal.group(0)).encode()) % 100 < 100 * self.skill
+        )
         action = self._choose(goal, actions) if competent else "look"
         return json.dumps({"thought": thought + f"next: {action}", "action": action})
 
@@ -74,13 +78,17 @@ class HouseholdAgent:
         verb = VERB.get(adjective or "")
         holding = next((a.split(" ")[1:3] for a in actions if a.startswith(f"move {noun} ")), None)
         for a in actions:
-            if a.startswith(f"move {noun} ") and a.endswith(f"{place} 1") and (verb is None or self.done_verb):
+            if (
+                a.startswith(f"move {noun} ")
+                and a.endswith(f"{place} 1")
+                and (verb is None or self.done_verb)
+            ):
                 return a
             if verb and not self.done_verb and a.startswith(f"{verb} {noun} "):
                 self.done_verb = True
                 return a
         for a in actions:
-            if a.startswith(f"take {noun} ") or a.startswith("open "):
+            if a.startswith((f"take {noun} ", "open ")):
                 return a
         if holding:
             where = TOOL_AT[verb] if verb and not self.done_verb else f"{place} 1"
@@ -118,17 +126,35 @@ POS = {
     "trapping": {"window_size": 4, "max_cycle_length": 2},
 }
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
-METHODS = {"pos": POS, "raw": RAW, "pos_no_trapping": {**POS, "trapping": {**POS["trapping"], "enabled": False}}}
+METHODS = {
+    "pos": POS,
+    "raw": RAW,
+    "pos_no_trapping": {**POS, "trapping": {**POS["trapping"], "enabled": False}},
+}
 RUNNER = {"backend": "threading", "progress": False}
 
 
 def _config(bench: dict, method: dict, model: dict) -> dict[str, Any]:
-    return {"bench": bench, "method": method, "model": model, "runner": RUNNER, "roles": {}, "cache": {"mode": "off"}}
+    return {
+        "bench": bench,
+        "method": method,
+        "model": model,
+        "runner": RUNNER,
+        "roles": {},
+        "cache": {"mode": "off"},
+    }
 
 
-def toy_run(root: Path, method: str, n_tasks: int, *, skill: float, model_name: str = "scripted", **model) -> Path:
+def toy_run(
+    root: Path, method: str, n_tasks: int, *, skill: float, model_name: str = "scripted", **model
+) -> Path:
     bench = {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": n_tasks, "max_turns": 15}
-    node = {"_target_": "tests.analysis.fixture_runs.household_model", "skill": skill, "salt": method, **model}
+    node = {
+        "_target_": "tests.analysis.fixture_runs.household_model",
+        "skill": skill,
+        "salt": method,
+        **model,
+    }
     node["pos"] = method.startswith("pos")
     folder = root / "toy" / method / model_name
     labels = {"bench": "toy", "method": method, "model": model_name, "label": "full"}
@@ -144,9 +170,14 @@ RCA_CALLS = [
     {"name": "get_k8s_events", "arguments": {"keyword": "Killing", "limit": 5}},
     {"name": "search_logs", "arguments": {"keyword": "timeout"}},
     {"name": "get_topology", "arguments": {}},
-    {"name": "submit_root_cause", "arguments": {"root_cause_entity": "checkout", "fault_type": "podCrashLoop"}},
+    {
+        "name": "submit_root_cause",
+        "arguments": {"root_cause_entity": "checkout", "fault_type": "podCrashLoop"},
+    },
 ]
-LOCA_CALLS = [{"name": "inventory_list_warehouses", "arguments": {}}] * 7 + [{"name": "claim_done", "arguments": {}}]
+LOCA_CALLS = [{"name": "inventory_list_warehouses", "arguments": {}}] * 7 + [
+    {"name": "claim_done", "arguments": {}}
+]
 
 
 def tool_run(root: Path, bench_label: str, bench: dict, method: str, calls: list) -> Path:
@@ -199,13 +230,22 @@ def build_all(root: Path, *, toy_tasks: int = 12) -> dict[str, Path]:
 
 
 def _rca() -> dict[str, Any]:
-    return {"_target_": "pos_bench.benchmarks.rca.RCABenchmark", "source": "synthetic", "n_synthetic": 3,
-            "max_turns": 10}
+    return {
+        "_target_": "pos_bench.benchmarks.rca.RCABenchmark",
+        "source": "synthetic",
+        "n_synthetic": 3,
+        "max_turns": 10,
+    }
 
 
 def _loca() -> dict[str, Any]:
-    return {"_target_": "pos_bench.benchmarks.loca.LocaBenchmark", "families": ["inventory_alert"],
-            "seeds": [42, 123], "scales": ["8k", "16k"], "max_turns": 10}
+    return {
+        "_target_": "pos_bench.benchmarks.loca.LocaBenchmark",
+        "families": ["inventory_alert"],
+        "seeds": [42, 123],
+        "scales": ["8k", "16k"],
+        "max_turns": 10,
+    }
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,9 @@ def test_paired_counts_wins_losses_and_difference():
     b = [False, True, False, True, False, False]
     result = paired(a, b)
     assert (result.n, result.a_only, result.b_only) == (6, 3, 1)
-    assert result.difference == pytest.approx(2 / 6) and result.p_mcnemar == pytest.approx(mcnemar_exact(3, 1))
+    assert result.difference == pytest.approx(2 / 6) and result.p_mcnemar == pytest.approx(
+        mcnemar_exact(3, 1)
+    )
     with pytest.raises(ValueError, match="equal lengths"):
         paired([True], [True, False])
 
@@ -50,7 +52,7 @@ def test_paired_bootstrap_agrees_with_normal_theory_on_a_large_known_case():
     assert interval.low == pytest.approx(0.25 - 1.96 * se, abs=0.006)
     assert interval.high == pytest.approx(0.25 + 1.96 * se, abs=0.006)
     assert paired_bootstrap(a, b, seed=1) == paired_bootstrap(a, b, seed=1)
-    assert paired_bootstrap([True] * 5, [False] * 5) .low == 1.0
+    assert paired_bootstrap([True] * 5, [False] * 5).low == 1.0
 
 
 def test_cluster_bootstrap_resamples_whole_clusters():

@@ -17,8 +17,14 @@ from tests.conftest import REPO
 
 PAPER = pd.DataFrame(
     [
-        {"backbone": "Qwen3.7-Plus", "benchmark": "alfworld", "method": m, "value": v, "metric": "success_rate",
-         "n_cases": 134}
+        {
+            "backbone": "Qwen3.7-Plus",
+            "benchmark": "alfworld",
+            "method": m,
+            "value": v,
+            "metric": "success_rate",
+            "n_cases": 134,
+        }
         for m, v in (("raw", 62.69), ("lh_harness", 72.39), ("pos", 88.81), ("pos_no_trapping", 73.13))
     ]
 )
@@ -41,7 +47,9 @@ def test_table1_rows_carry_n_wilson_cluster_interval_and_flags(fixture_runs):
     w = wilson(k, n)
     assert row["n"] == n and row["success %"] == pytest.approx(100 * k / n)
     assert row["wilson 95%"] == f"[{100 * w.low:.1f}, {100 * w.high:.1f}]" and row["flags"] == "stand-in"
-    types = [json.loads(x)["task_meta"]["task_type"] for x in (fixture_runs["toy_pos"] / "results.jsonl").open()]
+    types = [
+        json.loads(x)["task_meta"]["task_type"] for x in (fixture_runs["toy_pos"] / "results.jsonl").open()
+    ]
     c = cluster_bootstrap([float(wins[t]) for t in wins], types)
     assert row["cluster"] == "task_type" and row["cluster 95%"] == f"[{100 * c.low:.1f}, {100 * c.high:.1f}]"
     assert table.loc[("toy", "raw", "scripted"), "flags"] == "stand-in, errors"
@@ -65,7 +73,9 @@ def test_gain_over_the_strongest_baseline_absolute_and_relative(fixture_runs):
 
 def test_paired_table_has_mcnemar_holm_and_mde(fixture_runs):
     table = comparisons(load_runs([root_of(fixture_runs)]))
-    row = table[(table["benchmark"] == "toy") & (table["method"] == "pos") & (table["model"] == "scripted")].iloc[0]
+    row = table[
+        (table["benchmark"] == "toy") & (table["method"] == "pos") & (table["model"] == "scripted")
+    ].iloc[0]
     a, b = outcomes(fixture_runs["toy_pos"]), outcomes(fixture_runs["toy_raw"])
     wins = sum(a[t] and not b[t] for t in a)
     losses = sum(b[t] and not a[t] for t in a)
@@ -79,9 +89,13 @@ def test_paired_table_has_mcnemar_holm_and_mde(fixture_runs):
 def test_token_table_has_roles_peak_and_dependency(fixture_runs):
     runs = load_runs([fixture_runs["toy_pos"]])
     table = token_table(runs).iloc[0]
-    events = [json.loads(x) for x in (fixture_runs["toy_pos"] / "episodes" / "toy__000" / "events.jsonl").open()]
+    events = [
+        json.loads(x) for x in (fixture_runs["toy_pos"] / "episodes" / "toy__000" / "events.jsonl").open()
+    ]
     assert table["belief k"] > 0 and table["sentinel_consistency k"] > 0 and table["peak"] > 0
-    first_peak = max(e["usage"]["input_tokens"] for e in events if e["kind"] == "call" and e["role"] == "agent")
+    first_peak = max(
+        e["usage"]["input_tokens"] for e in events if e["kind"] == "call" and e["role"] == "agent"
+    )
     assert runs[0].episodes.set_index("task_id").loc["toy/000", "peak"] == first_peak
 
 
@@ -90,19 +104,53 @@ def test_tables_script_prints_every_table_with_labels(fixture_runs, tmp_path):
     spec.mkdir()
     PAPER.to_csv(spec / "paper_results.csv", index=False)
     out = subprocess.run(
-        [sys.executable, "scripts/tables.py", str(root_of(fixture_runs)), "--spec", str(spec), "--csv-dir",
-         str(tmp_path / "csv")], cwd=REPO, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "scripts/tables.py",
+            str(root_of(fixture_runs)),
+            "--spec",
+            str(spec),
+            "--csv-dir",
+            str(tmp_path / "csv"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    for needle in ("wilson 95%", "cluster 95%", "strongest baseline", "relative %", "McNemar p", "Holm p",
-                   "MDE pts (80%)", "stand-in", "errors", "in progress", "pos_no_trapping", "RuntimeError ×1"):
+    for needle in (
+        "wilson 95%",
+        "cluster 95%",
+        "strongest baseline",
+        "relative %",
+        "McNemar p",
+        "Holm p",
+        "MDE pts (80%)",
+        "stand-in",
+        "errors",
+        "in progress",
+        "pos_no_trapping",
+        "RuntimeError ×1",
+    ):
         assert needle in out, needle
     assert (tmp_path / "csv" / "paired.csv").exists() and (tmp_path / "csv" / "table1.csv").exists()
 
 
 def test_plots_script_writes_figure3_and_figure4(fixture_runs, tmp_path):
     out = subprocess.run(
-        [sys.executable, "scripts/plots.py", str(root_of(fixture_runs)), "--spec", str(tmp_path), "--out",
-         str(tmp_path)], cwd=REPO, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "scripts/plots.py",
+            str(root_of(fixture_runs)),
+            "--spec",
+            str(tmp_path),
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     for name in ("figure3_trapping.png", "figure4_lengths.png", "tokens_per_role.png", "ablations.png"):
         assert (tmp_path / name).stat().st_size > 5000, out

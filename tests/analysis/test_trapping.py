@@ -34,7 +34,7 @@ def test_incidence_and_patterns_from_the_pos_reports(fixture_runs):
     n, trapped = expected(fixture_runs["toy_pos"])
     assert (row["n"], row["trapped"]) == (n, trapped) and row["low %"] <= row["incidence %"] <= row["high %"]
     assert distribution["onsets"].sum() >= trapped
-    loca, loca_mix = incidence_of(fixture_runs["loca_pos"])
+    _, loca_mix = incidence_of(fixture_runs["loca_pos"])
     assert set(loca_mix["pattern"]) <= {"static", "cycle", "drift", "generic"}
     assert set(loca_mix["dimension"]) <= {"knowledge", "action", "none"}
 
@@ -47,7 +47,7 @@ def test_baselines_and_no_trapping_runs_have_no_row(fixture_runs):
 def test_compact_rows_read_the_episode_folder_then_the_events(fixture_runs, tmp_path):
     folder = tmp_path / "toy" / "pos" / "scripted"
     shutil.copytree(fixture_runs["toy_pos"], folder)
-    n, trapped = expected(folder)
+    _, trapped = expected(folder)
     rows = [json.loads(x) for x in (folder / "results.jsonl").open()]
     compact = "".join(json.dumps({k: v for k, v in r.items() if k != "report"}) + "\n" for r in rows)
     (folder / "results.jsonl").write_text(compact)

@@ -28,7 +28,13 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
     yield driver
@@ -70,13 +76,23 @@ def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_r
     result = json.loads((fixture_runs["toy_pos"] / "episodes" / "toy__000" / "result.json").read_text())
     healthy = len(result["report"]["belief_health_history"])
     assert healthy > 3 and len(pane.find_elements("css selector", "svg.health circle.hpoint")) == healthy
-    points = pane.find_element("css selector", "svg.health polyline.series-health_score").get_attribute("points")
+    points = pane.find_element("css selector", "svg.health polyline.series-health_score").get_attribute(
+        "points"
+    )
     assert len(points.split()) == healthy
     rejected = pane.find_elements("css selector", ".timeline-table span.audit.rejected")
     assert rejected, "the scripted episode has a rejected update"
-    issue_cells = [r.find_elements("css selector", ".issue") for r in pane.find_elements("css selector", "tr.tl-row")]
-    assert any("contradicts the observation" in p.get_attribute("textContent") for cells in issue_cells for p in cells)
-    assert pane.find_elements("css selector", ".recovery") and pane.find_elements("css selector", ".gap-change")
+    issue_cells = [
+        r.find_elements("css selector", ".issue") for r in pane.find_elements("css selector", "tr.tl-row")
+    ]
+    assert any(
+        "contradicts the observation" in p.get_attribute("textContent")
+        for cells in issue_cells
+        for p in cells
+    )
+    assert pane.find_elements("css selector", ".recovery") and pane.find_elements(
+        "css selector", ".gap-change"
+    )
     turns = pane.find_elements("css selector", "details.turn")
     assert len([t for t in turns if t.find_elements("css selector", "pre.action")]) == result["steps"]
     other = page.find_element("id", "pane-b").find_element("css selector", "h3").text
@@ -88,8 +104,10 @@ def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_r
 
 def test_a_hostile_reply_is_text_and_never_runs(page):
     rows_of(page, "toy/raw/scripted")[0].click()
-    texts = lambda css: [p.get_attribute("textContent") for p in page.find_elements("css selector", css)]  # noqa: E731
-    assert any("<script>window.__pwned = 1</script>" in r and "onerror=" in r for r in texts("#pane-a pre.reply"))
+    texts = lambda css: [p.get_attribute("textContent") for p in page.find_elements("css selector", css)]
+    assert any(
+        "<script>window.__pwned = 1</script>" in r and "onerror=" in r for r in texts("#pane-a pre.reply")
+    )
     assert XSS in " ".join(texts("#pane-a pre.thought"))
     assert page.execute_script("return window.__pwned === undefined")
     assert not page.find_elements("css selector", "#pane-a img, #pane-a script")

@@ -15,7 +15,9 @@ from tests.conftest import REPO
 
 
 def embedded(html: str) -> dict:
-    b64 = re.search(r'<script type="application/gzip-base64" id="report-data">(.*?)</script>', html, re.S).group(1)
+    b64 = re.search(
+        r'<script type="application/gzip-base64" id="report-data">(.*?)</script>', html, re.DOTALL
+    ).group(1)
     return json.loads(gzip.decompress(base64.b64decode(b64)))
 
 
@@ -50,9 +52,21 @@ def test_error_text_in_a_table_cell_is_escaped(fixture_runs, tmp_path):
 def test_command_line_writes_one_file_for_a_finished_and_an_interrupted_run(fixture_runs, tmp_path):
     out = tmp_path / "report.html"
     subprocess.run(
-        [sys.executable, "-m", "pos_bench.report", str(fixture_runs["toy_pos"]), str(fixture_runs["toy_partial"]),
-         "-o", str(out), "--spec", str(tmp_path)],
-        cwd=REPO, check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pos_bench.report",
+            str(fixture_runs["toy_pos"]),
+            str(fixture_runs["toy_partial"]),
+            "-o",
+            str(out),
+            "--spec",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     html = out.read_text()
     assert "in progress" in html and "data:image/png;base64," in html
