@@ -137,14 +137,20 @@ STEP_TYPES = {
 
 def features(types: Mapping[str, Any]):
     """Fixed column types, so a column that happens to be all null (no errors) is still typed."""
-    from datasets import Features, List, Value
+    from datasets import Features, List, Value  # the `export` extra, checked by `export`
 
     return Features({k: List(Value(v[0])) if isinstance(v, list) else Value(v) for k, v in types.items()})
 
 
 def export(run_dir: Path, out: Path) -> dict[str, Path]:
     """Write the parquet files; returns name → path."""
-    from datasets import Dataset  # heavy; only the export needs it
+    try:
+        from datasets import Dataset  # heavy; only the export needs it
+    except ImportError as missing:
+        raise RuntimeError(
+            "pos_bench.export needs the Hugging Face `datasets` package: install the extra with "
+            "`uv sync --extra export` (or `pip install pos_bench[export]`)"
+        ) from missing
 
     run = load_run(run_dir)
     steps = []

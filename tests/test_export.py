@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-import datasets
+import pytest
+
+datasets = pytest.importorskip("datasets", reason="the `export` extra (datasets) is not installed")
 
 from pos_bench.analysis.runs import read_jsonl
 from pos_bench.export import export

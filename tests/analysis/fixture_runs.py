@@ -231,7 +231,7 @@ def build_all(root: Path, *, toy_tasks: int = 12) -> dict[str, Path]:
 
 def _rca() -> dict[str, Any]:
     return {
-        "_target_": "pos_bench.benchmarks.rca.RCABenchmark",
+        "_target_": "pos_bench.benchmarks.rca.benchmark.RCABenchmark",
         "source": "synthetic",
         "n_synthetic": 3,
         "max_turns": 10,
@@ -240,7 +240,7 @@ def _rca() -> dict[str, Any]:
 
 def _loca() -> dict[str, Any]:
     return {
-        "_target_": "pos_bench.benchmarks.loca.LocaBenchmark",
+        "_target_": "pos_bench.benchmarks.loca.mini.benchmark.LocaBenchmark",
         "families": ["inventory_alert"],
         "seeds": [42, 123],
         "scales": ["8k", "16k"],
