@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hydra.utils import get_class
+from hydra.utils import get_object
 
 MIN_SECRET_CHARS = 8
 CREDENTIAL_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD)$", re.IGNORECASE)
@@ -68,7 +68,7 @@ def key_variables(node: Any) -> Iterable[str]:
 
 def _default_key_variable(target: str) -> Iterable[str]:
     try:
-        parameter = inspect.signature(get_class(target)).parameters.get("api_key_env")
+        parameter = inspect.signature(get_object(target)).parameters.get("api_key_env")
     except Exception:  # noqa: BLE001 - an unloadable target is reported by the pre-flight check, not here
         return
     if parameter is not None and isinstance(parameter.default, str):

@@ -3,7 +3,7 @@
 import json
 import shutil
 
-from pos_bench.analysis.runs import load_run
+from pos_bench.analysis.runs import episode_folder, load_run
 from pos_bench.analysis.trapping import onsets, trapping
 
 
@@ -13,8 +13,12 @@ def incidence_of(folder):
 
 
 def expected(folder):
+    """Episodes and trapped episodes, from the full results in the episode folders (the rows are compact)."""
     rows = [json.loads(x) for x in (folder / "results.jsonl").open()]
-    trapped = [r for r in rows if any(h["trapped"] for h in r["report"]["belief_health_history"])]
+    reports = [
+        json.loads((episode_folder(folder, r["task_id"]) / "result.json").read_text())["report"] for r in rows
+    ]
+    trapped = [r for r in reports if any(h["trapped"] for h in r["belief_health_history"])]
     return len(rows), len(trapped)
 
 
