@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import repair_request
@@ -95,6 +96,13 @@ def decide(
         prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
 
 
+def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
+    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
+    record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
+    log.write("context_error", **record, traceback=traceback.format_exc())
+    return record
+
+
 def play(
     task: Task,
     env: Env,
@@ -118,6 +126,7 @@ def play(
     log.write("reset", task=task, observation=obs)
     method.start(task, brief, obs)
     turn = steps = meta_actions = spent = meta_in_turn = 0
+    context_errors: list[dict[str, Any]] = []
     while turn < max_turns and not obs.done:
         if turn == max_turns - 1 and brief.final_turn_note and brief.final_turn_note not in obs.notes:
             obs = dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
@@ -145,7 +154,13 @@ def play(
             steps += 1
             last = after.done or index == len(actions) - 1
             log.write("step", turn=turn, thought=decision.thought, action=action, observation=after)
-            record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
+            try:
+                record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
+            except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
+                if not (after.done or (last and turn == max_turns - 1)):
+                    raise
+                record = None
+                context_errors.append(context_error(turn, "update", error, log))
             if record:
                 log.write("memory", turn=turn, record=record)
             obs = after
@@ -153,6 +168,11 @@ def play(
                 break
         turn += 1
     score = env.score()
+    try:
+        report = dict(method.report())
+    except Exception as error:  # noqa: BLE001 - SPEC-POS §5.5: a failed export keeps the outcome
+        report = {}
+        context_errors.append(context_error(turn, "export", error, log))
     result = EpisodeResult(
         task_id=task.id,
         status="done",
@@ -163,7 +183,8 @@ def play(
         steps=steps,
         meta_actions=meta_actions,
         spent_turns=spent,
-        report=dict(method.report()),
+        report=report,
+        context_errors=tuple(context_errors),
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),
