@@ -15,13 +15,14 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
-from joblib import Parallel, delayed
 from tqdm import tqdm
 
+from pos_bench.backends import Placement, Shared, session, worker_parent_pid
 from pos_bench.loop import play
 from pos_bench.models.roles import build_model
 from pos_bench.summary import Summary, summarize, write_summary
@@ -34,8 +35,12 @@ class RunnerConfig:
     n_jobs: int = 1
     """Episodes in flight at once."""
     backend: str = "loky"
-    """joblib backend: `loky` (processes, for CPU-bound engines and local models) or `threading`
-    (for remote endpoints, where episodes mostly wait on the network)."""
+    """`loky` (processes, for CPU-bound engines and local models), `threading` (for remote endpoints,
+    where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see `backends.py`."""
+    workers: int | None = None
+    """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
+    ray_address: str | None = None
+    """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
     retry_errors: bool = False
     """On resume, play again the episodes that ended in an error (their old lines are dropped)."""
     max_meta_per_turn: int = 3
@@ -45,8 +50,7 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
-        if self.backend not in ("loky", "threading"):
-            raise ValueError(f"runner.backend must be 'loky' or 'threading', got {self.backend!r}")
+        Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
         if self.max_meta_per_turn < 0:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
@@ -76,7 +80,11 @@ WATCHER = "pos_bench-parent-watcher"
 
 
 def run_episode(
-    cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
+    cfg: Mapping[str, Any],
+    task: Task,
+    run_dir: Path,
+    parent_pid: int | None = None,
+    shared: Shared | None = None,
 ) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run."""
     if parent_pid is not None:
@@ -87,7 +95,8 @@ def run_episode(
     model: Recorded | None = None
     try:
         benchmark = instantiate(cfg["bench"], _convert_="all")
-        model = Recorded(build_model(cfg), log)
+        services = {"budget": shared.budget, "store": shared.store} if shared else {}
+        model = Recorded(build_model(cfg, **services), log)
         env = benchmark.make_env(model)
         try:
             with instantiate(cfg["method"], _convert_="all")(model=model) as method:
@@ -153,6 +162,11 @@ class ResultsFile:
             os.fsync(f.fileno())
 
 
+def lost_episode(task: Task, why: str) -> EpisodeResult:
+    """The result of an episode whose worker process died under it."""
+    return EpisodeResult(task_id=task.id, status="error", error=why, task_meta=dict(task.meta))
+
+
 def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
     if retry_errors:
         results.drop_errors()
@@ -169,11 +183,19 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
     meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
     write_result(run_dir / "run.json", meta)
-    jobs = (delayed(run_episode)(cfg, task, run_dir, os.getpid()) for task in todo)
-    parallel = Parallel(n_jobs=runner.n_jobs, backend=runner.backend, return_as="generator_unordered")
+    placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
+    cache = cfg.get("cache") or {}
+    cache_path = cache.get("path") if cache.get("mode", "off") != "off" else None
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not runner.progress, desc="episodes")
-    with bar:
-        for result in parallel(jobs):
+    with session(placement, cache_path) as pool, bar:
+        play = partial(
+            run_episode,
+            cfg,
+            run_dir=run_dir.resolve(),
+            parent_pid=worker_parent_pid(runner.backend),
+            shared=pool.shared,
+        )
+        for result in pool.map_unordered(play, todo, lost_episode):
             results.append(result)
             bar.update(1)
             bar.set_postfix(success=result.success, status=result.status)

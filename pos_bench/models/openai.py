@@ -35,9 +35,13 @@ class OpenAIModel(RemoteModel):
         token_limit_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
         timeout: float = 120.0,
         max_concurrency: int = 8,
+        tokens_per_minute: int | None = None,
+        revision: str | None = None,
     ):
         """
         Args:
+            tokens_per_minute: the endpoint's token budget for the whole run (all workers); null: none.
+            revision: the weights meant (a dated snapshot, a commit); part of the cache key.
             temperature: sent as is; `None` leaves it to the server (reasoning models refuse it).
             response_mode: how a prompt's schema is sent; `none` sends no `response_format` at all.
             strict_schema: OpenAI's strict structured outputs, which need every property required and
@@ -53,6 +57,8 @@ class OpenAIModel(RemoteModel):
             timeout=timeout,
             max_concurrency=max_concurrency,
             max_tokens=max_tokens,
+            tokens_per_minute=tokens_per_minute,
+            revision=revision,
         )
         if response_mode not in ("json_schema", "json_object", "none"):
             raise ValueError(

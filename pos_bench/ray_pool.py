@@ -1,0 +1,156 @@
+"""`runner.backend=ray`: episodes played by Ray actors, results gathered on the driver.
+
+Besides the episode workers, the driver starts two small actors pinned to its own node: the endpoint
+budget (one `LocalBudget` for every worker of the run, on every host) and, when the cache is on, the one
+owner of the SQLite file (WAL must never be written from two hosts). Imported only when the backend is
+asked for; `ray` comes with the `ray` extra (`uv sync --extra ray`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pos_bench.backends import Placement, Pool, Shared, threads_per_worker
+from pos_bench.models.budget import Endpoint, LocalBudget
+from pos_bench.models.cache import ResponseStore
+from pos_bench.types import Reply
+
+try:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+except ImportError as missing:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "runner.backend=ray needs the `ray` package: uv sync --extra ray (or pip install 'pos_bench[ray]')"
+    ) from missing
+
+BUDGET_THREADS = 1024
+"""Calls the budget actor serves at once: each waiting caller holds one of its threads."""
+
+
+@dataclass(frozen=True)
+class RayBudget:
+    """The run's budget as seen from a worker: calls to the budget actor."""
+
+    keeper: Any
+
+    def acquire(self, endpoint: Endpoint) -> int:
+        return ray.get(self.keeper.acquire.remote(endpoint))
+
+    def release(self, lease: int, *, tokens: int, rate_limited: bool) -> None:
+        ray.get(self.keeper.release.remote(lease, tokens=tokens, rate_limited=rate_limited))
+
+
+@dataclass(frozen=True)
+class RayStore:
+    """The response cache as seen from a worker: calls to the actor that owns the SQLite file."""
+
+    owner: Any
+
+    def get(self, key: str) -> Reply | None:
+        return ray.get(self.owner.get.remote(key))
+
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
+        return ray.get(self.owner.put.remote(key, request, reply, overwrite=overwrite))
+
+
+class EpisodeWorker:
+    """One worker process; Ray runs its `play` calls in up to `max_concurrency` threads."""
+
+    def __init__(self, play: Callable[[Any], Any]):
+        self.play_one = play
+
+    def play(self, item: Any) -> Any:
+        return self.play_one(item)
+
+
+def connect(address: str | None) -> bool:
+    """Join the cluster at `address` (else `$RAY_ADDRESS`), or start a local instance on loopback.
+    Returns whether this call connected (and so must disconnect)."""
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        ray.init(address=address)
+    else:
+        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1")
+    return True
+
+
+@contextlib.contextmanager
+def session(placement: Placement, cache_path: str | None) -> Iterator[RayPool]:
+    started = connect(placement.ray_address)
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+    keeper = ray.remote(LocalBudget).options(
+        num_cpus=0, max_concurrency=BUDGET_THREADS, scheduling_strategy=here
+    ).remote()
+    owner = None
+    if cache_path is not None:
+        owner = ray.remote(ResponseStore).options(
+            num_cpus=0, max_concurrency=16, scheduling_strategy=here
+        ).remote(str(Path(cache_path).resolve()))
+    try:
+        yield RayPool(placement, Shared(RayBudget(keeper), RayStore(owner) if owner is not None else None))
+    finally:
+        for actor in (keeper, owner):
+            if actor is not None:
+                ray.kill(actor)
+        if started:
+            ray.shutdown()
+
+
+class RayPool(Pool):
+    def __init__(self, placement: Placement, shared: Shared):
+        self.placement = placement
+        self.shared = shared
+
+    def map_unordered(
+        self, play: Callable[[Any], Any], items: Sequence[Any], lost: Callable[[Any, str], Any]
+    ) -> Iterator[Any]:
+        if not items:
+            return
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        n_jobs = int(cpus) if self.placement.n_jobs == -1 else self.placement.n_jobs
+        count = min(self.placement.workers or n_jobs, n_jobs, len(items))
+        threads = threads_per_worker(n_jobs, count)
+        worker = ray.remote(EpisodeWorker).options(
+            num_cpus=min(1.0, cpus / count), max_concurrency=threads, scheduling_strategy="SPREAD"
+        )
+        workers = [worker.remote(play) for _ in range(count)]
+        queue = deque(items)
+        running: dict[Any, tuple[Any, int, Any]] = {}
+        load = [0] * count
+
+        def submit(slot: int) -> None:
+            item = queue.popleft()
+            running[workers[slot].play.remote(item)] = (item, slot, workers[slot])
+            load[slot] += 1
+
+        for slot in range(count):
+            while queue and load[slot] < threads:
+                submit(slot)
+        try:
+            while running:
+                [ref], _ = ray.wait(list(running), num_returns=1)
+                item, slot, actor = running.pop(ref)
+                load[slot] -= 1
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayActorError as error:
+                    result = lost(item, f"the Ray worker playing it died: {error}")
+                    if workers[slot] is actor:  # the first loss seen from it: replace the dead worker
+                        ray.kill(actor)
+                        workers[slot] = worker.remote(play)
+                except ray.exceptions.RayError as error:
+                    result = lost(item, f"Ray could not play it: {error}")
+                yield result
+                while queue and load[slot] < threads:
+                    submit(slot)
+        finally:
+            for actor in workers:
+                ray.kill(actor)
