@@ -19,7 +19,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,13 +67,37 @@ def worker_parent_pid(backend: str) -> int | None:
     return os.getpid() if backend == "loky" else None
 
 
+def cache_path(cfg: Mapping[str, Any]) -> str | None:
+    """The response cache file of the run, or None when the cache is off."""
+    cache = cfg.get("cache") or {}
+    return None if cache.get("mode", "off") == "off" else cache.get("path")
+
+
+def key_variables(node: Any) -> dict[str, str]:
+    """The API-key variables a config names (`api_key_env`, at any depth) and their values here, for
+    workers on other hosts, whose environment is their node's, not the driver's."""
+    if isinstance(node, Mapping):
+        found = {}
+        for key, value in node.items():
+            if key == "api_key_env" and isinstance(value, str) and value in os.environ:
+                found[value] = os.environ[value]
+            else:
+                found.update(key_variables(value))
+        return found
+    if isinstance(node, list | tuple):
+        return {k: v for item in node for k, v in key_variables(item).items()}
+    return {}
+
+
 @contextlib.contextmanager
-def session(placement: Placement, cache_path: str | None) -> Iterator[Pool]:
-    """Start the backend (and its shared services) for one run; stop what was started on exit."""
+def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
+    """Start the backend (and its shared services) for the run configured by `cfg`; stop what was
+    started on exit."""
     if placement.backend == "ray":
         from pos_bench import ray_pool  # ray is an optional extra, imported only when asked for
 
-        with ray_pool.session(placement, cache_path) as pool:
+        env = key_variables({"model": cfg.get("model"), "roles": cfg.get("roles")})
+        with ray_pool.session(placement, cache_path(cfg), env) as pool:
             yield pool
         return
     if placement.backend == "threading":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,11 @@ from pos_bench.backends import Placement, Pool, Shared, threads_per_worker
 from pos_bench.models.budget import Endpoint, LocalBudget
 from pos_bench.models.cache import ResponseStore
 from pos_bench.types import Reply
+
+# Workers run the driver's interpreter and installed environment (the same on every node), not one `uv run`
+# per worker process, which Ray does by default when the driver was started with `uv run` and which
+# resolves the environment again at every worker start. Read by Ray when it is imported.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 try:
     import ray
@@ -83,7 +88,8 @@ def connect(address: str | None) -> bool:
 
 
 @contextlib.contextmanager
-def session(placement: Placement, cache_path: str | None) -> Iterator[RayPool]:
+def session(placement: Placement, cache_path: str | None, env: Mapping[str, str]) -> Iterator[RayPool]:
+    """`env`: variables the episode workers need from the driver's environment (API keys)."""
     started = connect(placement.ray_address)
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
     keeper = ray.remote(LocalBudget).options(
@@ -95,7 +101,8 @@ def session(placement: Placement, cache_path: str | None) -> Iterator[RayPool]:
             num_cpus=0, max_concurrency=16, scheduling_strategy=here
         ).remote(str(Path(cache_path).resolve()))
     try:
-        yield RayPool(placement, Shared(RayBudget(keeper), RayStore(owner) if owner is not None else None))
+        shared = Shared(RayBudget(keeper), RayStore(owner) if owner is not None else None)
+        yield RayPool(placement, shared, env)
     finally:
         for actor in (keeper, owner):
             if actor is not None:
@@ -105,9 +112,10 @@ def session(placement: Placement, cache_path: str | None) -> Iterator[RayPool]:
 
 
 class RayPool(Pool):
-    def __init__(self, placement: Placement, shared: Shared):
+    def __init__(self, placement: Placement, shared: Shared, env: Mapping[str, str]):
         self.placement = placement
         self.shared = shared
+        self.env = dict(env)
 
     def map_unordered(
         self, play: Callable[[Any], Any], items: Sequence[Any], lost: Callable[[Any, str], Any]
@@ -119,7 +127,10 @@ class RayPool(Pool):
         count = min(self.placement.workers or n_jobs, n_jobs, len(items))
         threads = threads_per_worker(n_jobs, count)
         worker = ray.remote(EpisodeWorker).options(
-            num_cpus=min(1.0, cpus / count), max_concurrency=threads, scheduling_strategy="SPREAD"
+            num_cpus=min(1.0, cpus / count),
+            max_concurrency=threads,
+            scheduling_strategy="SPREAD",
+            runtime_env={"env_vars": self.env},
         )
         workers = [worker.remote(play) for _ in range(count)]
         queue = deque(items)

@@ -184,10 +184,8 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
     write_result(run_dir / "run.json", meta)
     placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
-    cache = cfg.get("cache") or {}
-    cache_path = cache.get("path") if cache.get("mode", "off") != "off" else None
     bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not runner.progress, desc="episodes")
-    with session(placement, cache_path) as pool, bar:
+    with session(placement, cfg) as pool, bar:
         play = partial(
             run_episode,
             cfg,
