@@ -69,7 +69,9 @@ class SweepTable(Callback):
         log = Path(os.environ.pop(SWEEP_LOG, "") or "/nonexistent")
         if not log.is_file():
             return
-        rows = sorted((int(n), path) for n, path in (line.split("\t") for line in log.read_text().splitlines()))
+        rows = sorted(
+            (int(n), path) for n, path in (line.split("\t") for line in log.read_text().splitlines())
+        )
         log.unlink()
         if rows:
             print("\n== sweep ==")

@@ -92,14 +92,18 @@ def session(placement: Placement, cache_path: str | None, env: Mapping[str, str]
     """`env`: variables the episode workers need from the driver's environment (API keys)."""
     started = connect(placement.ray_address)
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-    keeper = ray.remote(LocalBudget).options(
-        num_cpus=0, max_concurrency=BUDGET_THREADS, scheduling_strategy=here
-    ).remote()
+    keeper = (
+        ray.remote(LocalBudget)
+        .options(num_cpus=0, max_concurrency=BUDGET_THREADS, scheduling_strategy=here)
+        .remote()
+    )
     owner = None
     if cache_path is not None:
-        owner = ray.remote(ResponseStore).options(
-            num_cpus=0, max_concurrency=16, scheduling_strategy=here
-        ).remote(str(Path(cache_path).resolve()))
+        owner = (
+            ray.remote(ResponseStore)
+            .options(num_cpus=0, max_concurrency=16, scheduling_strategy=here)
+            .remote(str(Path(cache_path).resolve()))
+        )
     try:
         shared = Shared(RayBudget(keeper), RayStore(owner) if owner is not None else None)
         yield RayPool(placement, shared, env)

@@ -20,10 +20,10 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # as pos_bench.ray_pool does, before Ray loads
 ray = pytest.importorskip("ray", reason="the Ray backend needs the `ray` extra: uv sync --extra ray")
 
-from pos_bench.runner import run  # noqa: E402
-from pos_bench.types import Reply, Usage  # noqa: E402
-from tests.conftest import REPO  # noqa: E402
-from tests.models.stub_openai_server import PATIENT, StubOpenAI  # noqa: E402
+from pos_bench.runner import run
+from pos_bench.types import Reply, Usage
+from tests.conftest import REPO
+from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
 KEY = "sk-ray-test-key-7a1c"
 VICTIM = "victim.pid"
@@ -158,7 +158,9 @@ def cache_rows(path: Path) -> list[tuple]:
     import sqlite3
 
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT key, request, text, input_tokens, output_tokens FROM responses ORDER BY key").fetchall()
+        return db.execute(
+            "SELECT key, request, text, input_tokens, output_tokens FROM responses ORDER BY key"
+        ).fetchall()
 
 
 def test_record_and_replay_on_ray_match_loky_bit_for_bit(cluster, tmp_path, monkeypatch):

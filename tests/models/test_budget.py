@@ -121,7 +121,9 @@ def call_through_files(url: str, folder: str, n: int) -> None:
 
 def test_the_file_budget_caps_several_processes_together(stub, tmp_path):
     context = multiprocessing.get_context("spawn")
-    children = [context.Process(target=call_through_files, args=(stub.url, str(tmp_path), 3)) for _ in range(3)]
+    children = [
+        context.Process(target=call_through_files, args=(stub.url, str(tmp_path), 3)) for _ in range(3)
+    ]
     for child in children:
         child.start()
     for child in children:
