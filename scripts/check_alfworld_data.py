@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import sys
 
-from pos_bench.benchmarks.alfworld_data import find_data_root, select_games
+from pos_bench.benchmarks.alfworld.data import find_data_root, select_games
 
 EXPECTED = {"clean": 31, "heat": 23, "cool": 21, "pick_and_place": 24, "look_at_obj": 18, "pick_two": 17}
 

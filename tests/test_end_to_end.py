@@ -31,7 +31,7 @@ def events(run_dir):
 @pytest.mark.engine
 def test_raw_plays_a_real_alfworld_game_on_the_embedded_model(tmp_path, shared):
     bench = {
-        "_target_": "pos_bench.benchmarks.alfworld.AlfWorldBenchmark",
+        "_target_": "pos_bench.benchmarks.alfworld.benchmark.AlfWorldBenchmark",
         "data_dir": str(shared / "benchmarks" / "alfworld"),
         "limit": 1,
         "max_turns": 2,
@@ -60,7 +60,7 @@ def test_pos_runs_its_roles_on_the_embedded_model(tmp_path):
 
 def test_clindiag_raw_with_embedded_provider_and_judge(tmp_path, shared):
     bench = {
-        "_target_": "pos_bench.benchmarks.clindiag.ClinDiagBenchmark",
+        "_target_": "pos_bench.benchmarks.clindiag.benchmark.ClinDiagBenchmark",
         "data_dir": str(shared / "benchmarks" / "clindiag"),
         "limit": 1,
         "max_turns": 2,

@@ -15,6 +15,7 @@ CORE_ALLOWED = {
     "pos_bench.parse",
     "pos_bench.structured",
     "pos_bench.weights",
+    "pos_bench.extras",
 }
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 
@@ -57,3 +58,31 @@ def test_importing_the_package_prints_and_loads_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]" and out.stderr == ""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_circle_anywhere():
+    """Every import counts, including those under TYPE_CHECKING: a circle there still couples the modules."""
+    paths = [p for folder in ("pos_bench", "baselines") for p in (REPO / folder).rglob("*.py")]
+    modules = {module_name(p): p for p in paths}
+    graph = {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                circles.append(" → ".join([*trail[trail.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[name] = 2
+
+    for name in sorted(modules):
+        if name not in state:
+            visit(name, [name])
+    assert circles == []

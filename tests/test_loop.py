@@ -32,7 +32,9 @@ def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3
 def test_expert_wins_every_toy_task_without_a_model():
     for task in BENCH.tasks():
         log = Transcript()
-        result = play(task, BENCH.make_env(None), Expert(), None, brief=BENCH.brief, max_turns=20, log=log)
+        result = play(
+            task, BENCH.make_expert_env(None), Expert(), None, brief=BENCH.brief, max_turns=20, log=log
+        )
         assert result.success and result.steps == len(log.of_kind("step"))
         assert result.task_meta == task.meta
 

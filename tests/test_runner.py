@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pos_bench.protocols import MethodBase
 from pos_bench.runner import ResultsFile, run
 from tests.conftest import REPO
@@ -20,6 +22,7 @@ def config(method=EXPERT, n_tasks=4, **runner):
         "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
         "runner": {"n_jobs": 1, "backend": "threading", "progress": False, **runner},
         "roles": {},
+        "expert": True,  # the toy oracle's plan, which ExplodesOnTask1 follows too
     }
 
 
@@ -201,3 +204,12 @@ def test_workers_do_not_outlive_a_killed_run(tmp_path):
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
     ids = [r["task_id"] for r in lines(results)]
     assert sorted(ids) == [f"toy/00{i}" for i in range(8)]
+
+
+def test_the_expert_on_a_benchmark_without_one_stops_before_any_episode(tmp_path):
+    cfg = {**config(), "bench": {"_target_": "pos_bench.benchmarks.loca.mini.benchmark.LocaBenchmark"}}
+    with pytest.raises(
+        ValueError, match="LocaBenchmark has none: the expert runs on bench=alfworld and bench=toy"
+    ):
+        run(cfg, tmp_path, {})
+    assert not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text()

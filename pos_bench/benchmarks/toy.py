@@ -2,7 +2,7 @@
 (SPEC-BENCH §2.7.3). Deterministic per task; both the 2.1.1 and 2.1.2 text variants.
 
 Not a benchmark to report: it exists so the loop, methods and runner can be tested in milliseconds.
-Each observation's `info["expert_plan"]` holds the oracle's remaining plan.
+Its oracle is the expert: environments from `make_expert_env` put the remaining plan in `info["plan"]`.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ class _World:
 
 
 class ToyEnv:
-    def __init__(self, text_version: Literal["2.1.1", "2.1.2"] = "2.1.2", *, expert_plan: bool = True):
+    def __init__(self, text_version: Literal["2.1.1", "2.1.2"] = "2.1.2", *, expert: bool = False):
         self.text_version = text_version
-        self.expert_plan = expert_plan
+        self.expert = expert
 
     def reset(self, task: Task) -> Observation:
         rng = random.Random(task.source)
@@ -129,7 +129,7 @@ class ToyEnv:
             goal=self.goal,
             info={
                 "won": self.won,
-                **({"expert_plan": [] if self.won else self._plan()} if self.expert_plan else {}),
+                **({"plan": [] if self.won else self._plan()} if self.expert else {}),
             },
         )
 
@@ -200,7 +200,6 @@ class ToyBenchmark:
         limit: int | None = None,
         max_turns: int = 20,
         text_version: Literal["2.1.1", "2.1.2"] = "2.1.2",
-        expert_plan: bool = True,
     ):
         if text_version not in ("2.1.1", "2.1.2"):
             raise ValueError(f"text_version must be '2.1.1' or '2.1.2', got {text_version!r}")
@@ -209,7 +208,6 @@ class ToyBenchmark:
         self.n_tasks, self.start, self.limit = n_tasks, start, limit
         self.max_turns = max_turns
         self.text_version = text_version
-        self.expert_plan = expert_plan
         self.brief = Brief(system=SYSTEM, example=EXAMPLE)
 
     def tasks(self) -> list[Task]:
@@ -221,4 +219,7 @@ class ToyBenchmark:
         return every[self.start : end]
 
     def make_env(self, model: Model) -> ToyEnv:
-        return ToyEnv(self.text_version, expert_plan=self.expert_plan)
+        return ToyEnv(self.text_version)
+
+    def make_expert_env(self, model: Model) -> ToyEnv:
+        return ToyEnv(self.text_version, expert=True)

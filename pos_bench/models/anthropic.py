@@ -28,6 +28,7 @@ REPLY_TOOL_DESCRIPTION = "Give your answer as this tool's input; it must follow 
 
 class AnthropicModel(RemoteModel):
     sdk = "anthropic"
+    extra = "anthropic"
     provider = "anthropic"
 
     def __init__(

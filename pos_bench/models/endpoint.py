@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.retry import TransientError, parse_retry_after
 from pos_bench.types import Prompt, Reply
 
@@ -75,6 +76,8 @@ class RemoteModel:
     """
 
     sdk: str
+    extra: str = ""
+    """The optional extra that installs `sdk` (empty when it is a core dependency)."""
     provider: str
 
     def __init__(
@@ -143,8 +146,9 @@ class RemoteModel:
                 try:
                     module = importlib.import_module(self.sdk)
                 except ImportError as error:
-                    raise ImportError(
-                        f"the {self.provider} provider needs the `{self.sdk}` package: pip install {self.sdk}"
+                    raise MissingExtra(
+                        f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
+                        f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                     ) from error
                 _CLIENTS[settings] = ClientEntry(module, self.make_client(module, key))
             return _CLIENTS[settings]

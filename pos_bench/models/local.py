@@ -16,12 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.types import Prompt, Reply, Usage
 from pos_bench.weights import embedded_weights as find_embedded_weights
 from pos_bench.weights import file_sha256
 
 RUNTIME = "xllamacpp"
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
+MISSING_RUNTIME = (
+    f"the embedded model needs the `local` extra ({RUNTIME_PIN}): install it with {install_hint('local')}."
+)
 
 
 class LocalModelError(RuntimeError):
@@ -33,7 +37,7 @@ def runtime_version() -> str:
     try:
         return importlib.metadata.version(RUNTIME)
     except importlib.metadata.PackageNotFoundError as error:
-        raise LocalModelError(f"the embedded model needs {RUNTIME_PIN}; install it with pip/uv") from error
+        raise MissingExtra(MISSING_RUNTIME) from error
 
 
 def embedded_weights() -> Path:
@@ -93,7 +97,7 @@ def server_params(weights: Path, *, n_threads: int, n_ctx: int, seed: int, port:
     try:
         import xllamacpp
     except ImportError as error:
-        raise LocalModelError(f"the embedded model needs {RUNTIME_PIN}; install it with pip/uv") from error
+        raise MissingExtra(MISSING_RUNTIME) from error
     params = xllamacpp.CommonParams()
     params.model.path = str(weights)
     params.n_ctx = n_ctx

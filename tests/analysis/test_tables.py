@@ -15,6 +15,7 @@ def toy_run(root: Path, method: str, model: str) -> None:
         "method": {"_target_": f"baselines.{method}", "_partial_": True},
         "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
         "runner": {"backend": "threading", "progress": False},
+        "expert": method == "expert.Expert",
     }
     name = method.split(".")[0]
     run(

@@ -159,7 +159,7 @@ def test_done_needs_a_clean_audit_and_never_ends_the_episode():
 
 
 def test_the_environment_ending_the_episode_closes_and_audits_the_round():
-    plan_actions = BENCH.make_env(None).reset(TASK).info["expert_plan"]
+    plan_actions = BENCH.make_expert_env(None).reset(TASK).info["plan"]
     replies = {"agent": [act(a) for a in plan_actions], "manager": [plan()], "auditor": [audit()]}
     result, calls = run(replies, max_turns=20, steps_per_round=len(plan_actions) + 2)
     assert result.success and calls[-1]["role"] == "auditor"

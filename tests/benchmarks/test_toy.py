@@ -5,7 +5,7 @@ from pos_bench.benchmarks.toy import ToyBenchmark
 
 def env_and_first(text_version="2.1.2", task_index=0):
     bench = ToyBenchmark(n_tasks=4, text_version=text_version)
-    env = bench.make_env(None)
+    env = bench.make_expert_env(None)
     return env, env.reset(bench.tasks()[task_index])
 
 
@@ -23,7 +23,7 @@ def test_text_versions_differ_as_alfworld_does():
         env, first = env_and_first(version)
         obs = env.step("go to drawer 1")
         assert obs.text.startswith(arrive)
-        plan = first.info["expert_plan"]
+        plan = first.info["plan"]
         assert plan[-1].startswith(put + " ")
 
 
@@ -35,8 +35,8 @@ def test_inadmissible_commands_change_nothing():
 
 def test_the_oracle_plan_wins():
     env, obs = env_and_first(task_index=2)
-    while obs.info["expert_plan"]:
-        obs = env.step(obs.info["expert_plan"][0])
+    while obs.info["plan"]:
+        obs = env.step(obs.info["plan"][0])
     assert obs.done and env.score().success
 
 

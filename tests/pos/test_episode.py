@@ -64,7 +64,7 @@ def test_toy_episode_paths():
 
 @pytest.mark.engine
 def test_alfworld_episode_paths(shared):
-    from pos_bench.benchmarks.alfworld import AlfWorldBenchmark
+    from pos_bench.benchmarks.alfworld.benchmark import AlfWorldBenchmark
 
     bench = AlfWorldBenchmark(limit=1, max_turns=14)
     check_transcript(*play_episode(bench, bench.tasks()[0], 14))

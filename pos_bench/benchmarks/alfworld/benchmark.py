@@ -1,0 +1,195 @@
+"""ALFWorld (SPEC-BENCH §2): the 134 `valid_unseen` TextWorld games, played through the real engine
+(`textworld` + alfworld's wrappers), 2.1.2 text by default.
+
+Each observation's `info` carries `won` and, when enabled, the planner expert's remaining plan
+(`info["plan"]`), which `method=expert` follows. The engine is imported only when an environment is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pos_bench.benchmarks.alfworld.data import (
+    MISSING_ENGINE,
+    TEXT_VERSIONS,
+    find_data_root,
+    playable_gamefile,
+    select_games,
+)
+from pos_bench.extras import MissingExtra, require
+from pos_bench.protocols import Model
+from pos_bench.types import Action, Brief, Observation, Score, Task
+
+ENGINE_STEP_CAP = 50
+"""ALFWorld's `max_nb_steps_per_episode`: the engine ends an episode after this many commands."""
+
+SYSTEM = (
+    "You are a ReAct agent in a text-based household simulator. Your task is stated in the first "
+    "observation; you pursue it one command per turn, and each command is one step in the environment.\n"
+    "In your thought, record what the newest observation just showed (where you are, what you saw or "
+    "changed, what you hold) and what is still unresolved before the task is complete.\n"
+    "Your action is sent to the environment exactly as written, so the syntax must be exact: copy one "
+    "command from the available actions, object numbers included. A command the environment cannot "
+    'carry out changes nothing and is answered with "Nothing happens."\n'
+    "Reply with a single JSON object and no text outside it."
+)
+
+_EXAMPLE = (
+    "Example of the reply format (an invented room, not your task):\n"
+    "Task: put a clean ladle in drawer.\n"
+    "Observation: You arrive at {arrival}. On the sinkbasin 1, you see nothing.\n"
+    "Available actions: clean ladle 2 with sinkbasin 1, examine sinkbasin 1, go to drawer 3, inventory, look, "
+    "{put_here}\n"
+    'Reply: {{"thought": "I am at sinkbasin 1 holding ladle 2, which is not clean yet. Still open: clean it, '
+    'then bring it to a drawer.", "action": "clean ladle 2 with sinkbasin 1"}}\n'
+    "Later, at drawer 3 with the clean ladle:\n"
+    'Reply: {{"thought": "Drawer 3 is open and the ladle is clean; placing it finishes the task.", '
+    '"action": "{put_drawer}"}}'
+)
+
+
+def example(text_version: str) -> str:
+    """The format example, in the command syntax of `text_version`."""
+    if text_version == "2.1.1":
+        return _EXAMPLE.format(
+            arrival="loc 7", put_here="put ladle 2 in/on sinkbasin 1", put_drawer="put ladle 2 in/on drawer 3"
+        )
+    return _EXAMPLE.format(
+        arrival="sinkbasin 1",
+        put_here="help, move ladle 2 to sinkbasin 1",
+        put_drawer="move ladle 2 to drawer 3",
+    )
+
+
+def goal_of(text: str) -> str:
+    """The task string: the text after "Your task is to:" in the first observation."""
+    _, marker, rest = text.partition("Your task is to:")
+    return rest.strip() if marker else ""
+
+
+class AlfWorldEnv:
+    """One TextWorld game at a time; `reset` loads the task's game file (about a second without the
+    planner)."""
+
+    def __init__(
+        self, text_version: str = "2.1.2", *, max_steps: int = ENGINE_STEP_CAP, expert_plan: bool = False
+    ):
+        try:
+            import textworld
+            from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
+        except ImportError as error:
+            raise MissingExtra(f"{MISSING_ENGINE} ({error})") from error
+        self._textworld = textworld
+        self._wrappers = (AlfredDemangler, AlfredInfos, AlfredExpert)
+        self.text_version = text_version
+        self.max_steps = max_steps
+        self.expert_plan = expert_plan
+        self._game: Any = None
+        self._state: Any = None
+        self._goal = ""
+        self._steps = 0
+
+    def reset(self, task: Task) -> Observation:
+        self.close()
+        gamefile = playable_gamefile(Path(task.source), self.text_version)
+        demangler, infos_wrapper, expert = self._wrappers
+        wrappers = [demangler(shuffle=False), infos_wrapper]
+        extras = ["gamefile"]
+        if self.expert_plan:
+            wrappers.append(expert(expert_type="planner"))
+            extras.append("expert_plan")
+        request = self._textworld.EnvInfos(won=True, admissible_commands=True, extras=extras)
+        self._game = self._textworld.start(str(gamefile), request, wrappers=wrappers)
+        self._state = self._game.reset()
+        self._steps = 0
+        self._goal = goal_of(self._state.feedback)
+        return self._observe()
+
+    def step(self, action: Action) -> Observation:
+        if self._game is None:
+            raise RuntimeError("AlfWorldEnv.step called before reset")
+        # A tool call or blank command is not a command; the engine answers it like any unknown one.
+        command = action.strip() if isinstance(action, str) else ""
+        self._state, _, _ = self._game.step(command)
+        self._steps += 1
+        return self._observe()
+
+    def _observe(self) -> Observation:
+        state = self._state
+        won = bool(state["won"])
+        info = {"won": won, "steps": self._steps}
+        if self.expert_plan:
+            info["plan"] = list(state["extra.expert_plan"])
+        return Observation(
+            text=state.feedback,
+            actions=tuple(state["admissible_commands"]),
+            # The engine's own step cap (max_nb_steps_per_episode) ends the episode too.
+            done=won or bool(state["lost"]) or self._steps >= self.max_steps,
+            goal=self._goal,
+            info=info,
+        )
+
+    def score(self) -> Score:
+        won = bool(self._state is not None and self._state["won"])
+        return Score(success=won, value=1.0 if won else 0.0)
+
+    def close(self) -> None:
+        if self._game is not None:
+            self._game.close()
+        self._game = None
+
+
+class AlfWorldBenchmark:
+    """The `eval_out_of_distribution` split (`json_2.1.1/valid_unseen`), sorted and sliced.
+
+    Data: `data_dir`, else `$ALFWORLD_DATA`, `~/.cache/alfworld`, then the staged tarball in
+    `../shared/benchmarks/alfworld/` (see `alfworld_data.find_data_root`).
+
+    `make_expert_env` runs the planner after every step so observations carry `info["plan"]` (what
+    `method=expert` follows). Only the expert asks for it: the planner takes up to tens of seconds on some
+    games, far more than the engine step itself (scripts/bench_loop.py).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        *,
+        start: int = 0,
+        limit: int | None = None,
+        max_turns: int = 50,
+        text_version: str = "2.1.2",
+    ):
+        require("alfworld", "alfworld", "textworld", what="bench=alfworld (the real TextWorld engine)")
+        if text_version not in TEXT_VERSIONS:
+            raise ValueError(f"text_version must be one of {', '.join(TEXT_VERSIONS)}; got {text_version!r}")
+        if start < 0:
+            raise ValueError(f"start must be ≥ 0, got {start}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be ≥ 0 or null (all games), got {limit}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be ≥ 1, got {max_turns}")
+        self.data_dir = data_dir
+        self.start, self.limit = start, limit
+        self.max_turns = max_turns
+        self.text_version = text_version
+        self.brief = Brief(
+            system=SYSTEM, example=example(text_version), mode="execution", policy_max_tokens=512
+        )
+        self._tasks: list[Task] | None = None
+
+    def tasks(self) -> list[Task]:
+        if self._tasks is None:
+            games = select_games(find_data_root(self.data_dir))
+            end = None if self.limit is None else self.start + self.limit
+            self._tasks = [
+                Task(id=g.id, source=str(g.gamefile), meta={"task_type": g.task_type})
+                for g in games[self.start : end]
+            ]
+        return self._tasks
+
+    def make_env(self, model: Model) -> AlfWorldEnv:
+        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP)
+
+    def make_expert_env(self, model: Model) -> AlfWorldEnv:
+        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP, expert_plan=True)

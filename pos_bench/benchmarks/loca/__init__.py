@@ -1,0 +1,1 @@
+"""LOCA-Bench: the role-grouped tool catalog, and mini-LOCA (`mini/`), the offline stand-in."""

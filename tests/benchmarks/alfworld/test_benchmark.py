@@ -1,0 +1,212 @@
+"""ALFWorld: game selection and data resolution on the staged tarball, and the real engine (2.1.1 / 2.1.2
+text, planner expert, step cap). Engine tests are marked `engine` and skip without alfworld."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from baselines.expert import Expert
+from pos_bench.benchmarks.alfworld.benchmark import AlfWorldBenchmark, AlfWorldEnv
+from pos_bench.benchmarks.alfworld.data import TARBALL, patch_to_2_1_2
+from pos_bench.loop import play
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.transcript import Transcript
+from pos_bench.types import ToolCall
+
+SPEC_COUNTS = {"clean": 31, "heat": 23, "cool": 21, "pick_and_place": 24, "look_at_obj": 18, "pick_two": 17}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private cache directory for the whole module (extraction and patched games go there)."""
+    path = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def tarball(shared: Path, cache: Path) -> Path:
+    path = shared / "benchmarks" / "alfworld" / TARBALL
+    if not path.is_file():
+        pytest.skip(f"staged ALFWorld tarball not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine() -> None:
+    for package in ("alfworld", "textworld"):
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"{package} is not installed")
+
+
+def first_of(tasks, task_type):
+    return next(t for t in tasks if t.meta["task_type"] == task_type)
+
+
+def test_selects_the_134_games_with_the_spec_type_counts(tarball: Path) -> None:
+    tasks = AlfWorldBenchmark(tarball).tasks()
+    assert len(tasks) == 134
+    assert collections.Counter(t.meta["task_type"] for t in tasks) == SPEC_COUNTS
+    assert [t.id for t in tasks] == sorted(t.id for t in tasks)
+    assert all(Path(t.source).name == "game.tw-pddl" and "/trial_" in "/" + t.id for t in tasks)
+
+
+def test_slices_start_and_limit(tarball: Path) -> None:
+    every = AlfWorldBenchmark(tarball).tasks()
+    assert AlfWorldBenchmark(tarball, start=10, limit=5).tasks() == every[10:15]
+    assert AlfWorldBenchmark(tarball, start=130).tasks() == every[130:]
+    assert AlfWorldBenchmark(tarball, limit=0).tasks() == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"text_version": "2.2"}, "2.1.1, 2.1.2"),
+        ({"start": -1}, "start"),
+        ({"limit": -3}, "limit"),
+        ({"max_turns": 0}, "max_turns"),
+    ],
+)
+def test_rejects_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        AlfWorldBenchmark(**kwargs)
+
+
+def test_every_data_dir_form_finds_the_same_games_and_extracts_once(tarball: Path, cache: Path) -> None:
+    from_file = AlfWorldBenchmark(tarball).tasks()
+    extracted = sorted((cache / "pos_bench" / "alfworld" / "data").iterdir())
+    stamp = [p.stat().st_mtime_ns for p in extracted]
+    from_folder = AlfWorldBenchmark(tarball.parent).tasks()
+    root = Path(from_file[0].source).parents[4]
+    from_tree = AlfWorldBenchmark(str(root)).tasks()
+    assert [t.id for t in from_folder] == [t.id for t in from_tree] == [t.id for t in from_file]
+    assert sorted((cache / "pos_bench" / "alfworld" / "data").iterdir()) == extracted
+    assert [p.stat().st_mtime_ns for p in extracted] == stamp
+
+
+def test_explicit_data_dir_without_data_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="alfworld-download") as raised:
+        AlfWorldBenchmark(tmp_path).tasks()
+    assert str(tmp_path) in str(raised.value) and "ALFWORLD_DATA" in str(raised.value)
+
+
+def test_no_data_anywhere_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "alfworld"))
+    monkeypatch.setenv("POS_BENCH_SHARED", str(tmp_path / "shared"))
+    with pytest.raises(FileNotFoundError, match="bench.data_dir") as raised:
+        AlfWorldBenchmark().tasks()
+    for where in ("alfworld", "home", "shared"):
+        assert str(tmp_path / where) in str(raised.value)
+
+
+def test_text_patch_rewrites_grammar_adds_help_and_is_idempotent(tarball: Path, engine: None) -> None:
+    source = Path(AlfWorldBenchmark(tarball, limit=1).tasks()[0].source)
+    original = source.read_bytes()
+    game = json.loads(original)
+    patched = patch_to_2_1_2(game)
+    assert "put {o} in/on {r}" in game["grammar"] and "put {o} in/on {r}" not in patched["grammar"]
+    assert "move {o} to {r}" in patched["grammar"] and "{lend.name}" not in patched["grammar"]
+    assert patched["pddl_domain"].count("(:action help") == 1
+    assert patch_to_2_1_2(patched) == patched
+    assert source.read_bytes() == original
+
+
+def play_expert(task, env):
+    return play(
+        task,
+        env,
+        Expert(),
+        ScriptedModel(),
+        brief=AlfWorldBenchmark().brief,
+        max_turns=50,
+        log=Transcript(keep=True),
+    )
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize(
+    ("text_version", "kinds"), [("2.1.2", ("clean", "heat", "look_at_obj")), ("2.1.1", ("cool",))]
+)
+def test_planner_expert_wins_real_games(tarball: Path, engine: None, text_version: str, kinds: tuple) -> None:
+    bench = AlfWorldBenchmark(tarball, text_version=text_version)
+    chosen = [first_of(bench.tasks(), kind) for kind in kinds]
+    env = bench.make_expert_env(ScriptedModel())
+    try:
+        results = [play_expert(task, env) for task in chosen]
+    finally:
+        env.close()
+    assert all(r.success and r.score == 1.0 and 0 < r.steps < 50 for r in results)
+    assert [r.task_id for r in results] == [t.id for t in chosen]
+
+
+def play_until_holding(env: AlfWorldEnv, task):
+    """Follow the expert until the first object is picked up; return (arrival texts, observation)."""
+    obs = env.reset(task)
+    arrivals = []
+    while not any(a.startswith(("move ", "put ")) for a in obs.actions):
+        obs = env.step(obs.info["plan"][0])
+        if obs.text.startswith("You arrive at"):
+            arrivals.append(obs.text)
+    return arrivals, obs
+
+
+@pytest.mark.engine
+def test_text_versions_differ_as_specified(tarball: Path, engine: None) -> None:
+    task = first_of(AlfWorldBenchmark(tarball).tasks(), "pick_and_place")
+    new, old = AlfWorldEnv("2.1.2", expert_plan=True), AlfWorldEnv("2.1.1", expert_plan=True)
+    try:
+        arrivals, holding = play_until_holding(new, task)
+        assert arrivals and all("You arrive at loc" not in a for a in arrivals)
+        receptacle = arrivals[-1].removeprefix("You arrive at ").split(".")[0]
+        assert f"On the {receptacle}" in arrivals[-1] or f"The {receptacle} is" in arrivals[-1]
+        assert "help" in holding.actions and any(
+            a.startswith("move ") and " to " in a for a in holding.actions
+        )
+        assert not any(a.startswith("put ") for a in holding.actions)
+
+        arrivals, holding = play_until_holding(old, task)
+        assert arrivals and all(a.startswith("You arrive at loc ") for a in arrivals)
+        assert "help" not in holding.actions and any(" in/on " in a for a in holding.actions)
+    finally:
+        new.close()
+        old.close()
+
+
+@pytest.mark.engine
+def test_inadmissible_or_tool_actions_do_nothing_and_the_step_cap_ends_the_game(
+    tarball: Path, engine: None
+) -> None:
+    task = AlfWorldBenchmark(tarball, limit=1).tasks()[0]
+    env = AlfWorldEnv("2.1.2", max_steps=3, expert_plan=True)
+    try:
+        first = env.reset(task)
+        assert first.goal and first.goal in first.text and first.info["plan"]
+        bogus = env.step("fly to the moon")
+        tool = env.step(ToolCall("look"))
+        assert bogus.text == tool.text == "Nothing happens."
+        assert not tool.done and tool.actions == first.actions
+        last = env.step("look")
+        assert last.done and not env.score().success and env.score().value == 0.0
+    finally:
+        env.close()
+
+
+@pytest.mark.engine
+def test_without_the_planner_observations_carry_no_plan_and_the_expert_says_why(
+    tarball: Path, engine: None
+) -> None:
+    bench = AlfWorldBenchmark(tarball, limit=1)
+    env = bench.make_env(ScriptedModel())
+    try:
+        with pytest.raises(ValueError, match="expert environment"):
+            play_expert(bench.tasks()[0], env)
+        assert "plan" not in env.step("look").info
+    finally:
+        env.close()
