@@ -92,20 +92,21 @@ class OpenAIModel(RemoteModel):
         }
 
     def request(self, client: Any, prompt: Prompt) -> Reply:
-        options: dict[str, Any] = {}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            self.token_limit_field: prompt.max_tokens or self.max_tokens,
+        }
         if self.temperature is not None:
-            options["temperature"] = self.temperature
+            body["temperature"] = self.temperature
         response_format = self.response_format(prompt.schema)
         if response_format is not None:
-            options["response_format"] = response_format
-        if self.extra_body:
-            options["extra_body"] = self.extra_body
-        completion = client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": m.role, "content": m.content} for m in prompt.messages],
-            **{self.token_limit_field: prompt.max_tokens or self.max_tokens},
-            **options,
-        )
+            body["response_format"] = response_format
+        body.update(self.extra_body)
+        # The client's `post` rather than `chat.completions.create`: the same request, connection pool and
+        # errors, without `create`'s walk of the parameters through their TypedDicts, which cost ~0.7 ms of
+        # CPU per call (half the SDK's share) for a body that is plain JSON already.
+        completion = client.post("/chat/completions", body=body, cast_to=self.completion_type())
         if not completion.choices:
             raise ValueError("the completion has no choices")
         text = completion.choices[0].message.content
@@ -118,3 +119,9 @@ class OpenAIModel(RemoteModel):
             text=text,
             usage=Usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0, 1),
         )
+
+    @staticmethod
+    def completion_type() -> type:
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion
