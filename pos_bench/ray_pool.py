@@ -65,9 +65,13 @@ class RayStore:
 
 
 class EpisodeWorker:
-    """One worker process; Ray runs its `play` calls in up to `max_concurrency` threads."""
+    """One worker process; Ray runs its `play` calls in up to `max_concurrency` threads.
 
-    def __init__(self, play: Callable[[Any], Any]):
+    `env` (the API keys the config names) is set here rather than through a Ray runtime environment, which
+    would make Ray start a fresh process for every worker instead of taking one of its idle ones."""
+
+    def __init__(self, play: Callable[[Any], Any], env: Mapping[str, str]):
+        os.environ.update(env)
         self.play_one = play
 
     def play(self, item: Any) -> Any:
@@ -82,8 +86,8 @@ def connect(address: str | None) -> bool:
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         ray.init(address=address)
-    else:
-        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1")
+    else:  # "local": a fresh instance, never one named by a stale /tmp/ray/ray_current_cluster
+        ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1")
     return True
 
 
@@ -134,9 +138,8 @@ class RayPool(Pool):
             num_cpus=min(1.0, cpus / count),
             max_concurrency=threads,
             scheduling_strategy="SPREAD",
-            runtime_env={"env_vars": self.env},
         )
-        workers = [worker.remote(play) for _ in range(count)]
+        workers = [worker.remote(play, self.env) for _ in range(count)]
         queue = deque(items)
         running: dict[Any, tuple[Any, int, Any]] = {}
         load = [0] * count
@@ -160,7 +163,7 @@ class RayPool(Pool):
                     result = lost(item, f"the Ray worker playing it died: {error}")
                     if workers[slot] is actor:  # the first loss seen from it: replace the dead worker
                         ray.kill(actor)
-                        workers[slot] = worker.remote(play)
+                        workers[slot] = worker.remote(play, self.env)
                 except ray.exceptions.RayError as error:
                     result = lost(item, f"Ray could not play it: {error}")
                 yield result

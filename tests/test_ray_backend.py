@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -88,6 +89,9 @@ def cluster():
     with contextlib.suppress(subprocess.TimeoutExpired):
         head.wait(timeout=30)
     os.killpg(head.pid, signal.SIGKILL)  # `ray start` leaves its GCS and monitor behind otherwise
+    current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    if current.is_file() and current.read_text().strip().endswith(f":{port}"):
+        current.unlink()  # a later bare `ray.init()` on this machine would try our dead head
     if saved is None:
         os.environ.pop("RAY_AUTH_MODE", None)
     else:
