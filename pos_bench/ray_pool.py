@@ -48,7 +48,8 @@ class RayBudget:
         return ray.get(self.keeper.acquire.remote(endpoint))
 
     def release(self, lease: int, *, tokens: int, rate_limited: bool) -> None:
-        ray.get(self.keeper.release.remote(lease, tokens=tokens, rate_limited=rate_limited))
+        # Not awaited: the slot comes back a moment later, which can only leave the cap less used.
+        self.keeper.release.remote(lease, tokens=tokens, rate_limited=rate_limited)
 
 
 @dataclass(frozen=True)
