@@ -14,6 +14,7 @@ from pos_bench.models.budget import Budget, Budgeted, LocalBudget, endpoint_of
 from pos_bench.models.cache import CacheConfig, Cached, Store
 from pos_bench.models.retry import Retrying, RetryPolicy
 from pos_bench.protocols import Model
+from pos_bench.redact import redactor_for
 from pos_bench.types import Prompt, Reply
 
 
@@ -43,7 +44,11 @@ def wrap(model: Model, cfg: Mapping[str, Any], budget: Budget, store: Store | No
         model = Budgeted(model, budget, endpoint)
     model = Retrying(model, RetryPolicy(**(cfg.get("retry") or {})))
     cache = CacheConfig(**(cfg.get("cache") or {}))
+<<<<<<< HEAD
     return model if cache.mode == "off" else Cached(model, cache, store)
+=======
+    return model if cache.mode == "off" else Cached(model, cache, redact=redactor_for(cfg).text)
+>>>>>>> main
 
 
 def build_model(
