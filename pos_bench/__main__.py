@@ -7,13 +7,11 @@ folder, a bad results or cache file); 130 interrupted (rerun the same command to
 
 from __future__ import annotations
 
+import json
 import os
-<<<<<<< HEAD
-import time
-=======
 import re
 import sys
->>>>>>> main
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,6 @@ from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-<<<<<<< HEAD
-from pos_bench.models.roles import build_model
-from pos_bench.runner import run
-from pos_bench.summary import Summary, format_table, read_summary
-=======
 from pos_bench.identity import RunIndex, RunMismatch, run_identity
 from pos_bench.models.cache import CacheError
 from pos_bench.preflight import ConfigError
@@ -35,12 +28,12 @@ from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsError
 from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
 from pos_bench.summary import Summary, format_errors, format_notes, format_table
+from pos_bench.types import to_jsonable
 
 REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
 """Errors that stop a run before (or instead of) playing: one message, exit code 2."""
 
 KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
->>>>>>> main
 
 
 def settable(arguments: list[str]) -> list[str]:
@@ -109,12 +102,12 @@ class SweepTable(Callback):
     """After a `-m` sweep, print one table with a row per finished job.
 
     With a launcher that runs jobs in other processes or on other hosts (submitit), `on_job_end` runs
-    there and `on_multirun_end` here, so the jobs name their `summary.json` in a file in the sweep
-    directory (found through an environment variable the jobs inherit) and the table is read back from it.
+    there and `on_multirun_end` here, so each job appends its summary to a file in the sweep directory
+    (named by an environment variable the jobs inherit) and the table is read back from it.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        log = Path(config.hydra.sweep.dir).resolve() / f".sweep-{os.getpid()}-{time.time_ns()}.tsv"
+        log = Path(config.hydra.sweep.dir).resolve() / f".sweep-{os.getpid()}-{time.time_ns()}.jsonl"
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("")
         os.environ[SWEEP_LOG] = str(log)
@@ -122,21 +115,19 @@ class SweepTable(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         log = os.environ.get(SWEEP_LOG)
         if log and job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, Summary):
-            where = Path(job_return.hydra_cfg.hydra.runtime.output_dir) / "summary.json"
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(f"{job_return.hydra_cfg.hydra.job.num}\t{where}\n")
+            row = {"num": job_return.hydra_cfg.hydra.job.num, "summary": to_jsonable(job_return.return_value)}
+            with open(log, "a", encoding="utf-8") as f:  # one short line per job: appends do not interleave
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         log = Path(os.environ.pop(SWEEP_LOG, "") or "/nonexistent")
         if not log.is_file():
             return
-        rows = sorted(
-            (int(n), path) for n, path in (line.split("\t") for line in log.read_text().splitlines())
-        )
+        rows = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["num"])
         log.unlink()
         if rows:
             print("\n== sweep ==")
-            print(format_table([read_summary(Path(path)) for _, path in rows]))
+            print(format_table([row["summary"] for row in rows]))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Where episodes run: joblib (`loky` processes, `threading`) on this host, or Ray (`ray`) on a cluster.
+"""Where episodes run: worker slots on this host (`loky` processes, `threading`; `workers.py`), or Ray (`ray`)
+on a cluster.
 
 The runner hands over one function and the pending tasks, and gets results back in completion order, so
 `results.jsonl` keeps one writer on the driver whatever the backend. A backend also provides the run's
@@ -9,7 +10,7 @@ Ray: the episodes are played by `workers` actor processes, each running up to âŒ
 in threads (episodes against an endpoint mostly wait on the network; several processes spread the client
 CPU over cores). The driver connects to `runner.ray_address`, else `$RAY_ADDRESS`, else starts a local
 instance on loopback. A worker process that dies loses only the episodes it was playing: each becomes an
-`error` result through `lost`, a fresh actor takes the dead one's place, and the run goes on.
+`error` result, a fresh actor takes the dead one's place, and the run goes on.
 """
 
 from __future__ import annotations
@@ -19,19 +20,17 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-from joblib import Parallel, delayed
+from typing import Any
 
 from pos_bench.models.budget import Budget, FileBudget, LocalBudget
+from pos_bench.redact import key_variables, redactor_for
+from pos_bench.types import EpisodeResult, Task
+from pos_bench.workers import play_all
 
 BACKENDS = ("loky", "threading", "ray")
-
-Item = TypeVar("Item")
-Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -73,22 +72,6 @@ def cache_path(cfg: Mapping[str, Any]) -> str | None:
     return None if cache.get("mode", "off") == "off" else cache.get("path")
 
 
-def key_variables(node: Any) -> dict[str, str]:
-    """The API-key variables a config names (`api_key_env`, at any depth) and their values here, for
-    workers on other hosts, whose environment is their node's, not the driver's."""
-    if isinstance(node, Mapping):
-        found = {}
-        for key, value in node.items():
-            if key == "api_key_env" and isinstance(value, str) and value in os.environ:
-                found[value] = os.environ[value]
-            else:
-                found.update(key_variables(value))
-        return found
-    if isinstance(node, list | tuple):
-        return {k: v for item in node for k, v in key_variables(item).items()}
-    return {}
-
-
 @contextlib.contextmanager
 def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
     """Start the backend (and its shared services) for the run configured by `cfg`; stop what was
@@ -96,46 +79,45 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
     if placement.backend == "ray":
         from pos_bench import ray_pool  # ray is an optional extra, imported only when asked for
 
-        env = key_variables({"model": cfg.get("model"), "roles": cfg.get("roles")})
-        with ray_pool.session(placement, cache_path(cfg), env) as pool:
+        # Workers on other hosts have their node's environment, not the driver's: pass the API keys.
+        env = {name: os.environ[name] for name in key_variables(cfg) if name in os.environ}
+        with ray_pool.session(placement, cache_path(cfg), env, redactor_for(cfg).text) as pool:
             yield pool
         return
     if placement.backend == "threading":
-        yield JoblibPool(placement, Shared(LocalBudget()))
+        yield SlotPool(placement, Shared(LocalBudget()))
         return
     folder = Path(tempfile.mkdtemp(prefix="pos_bench_budget_"))
     try:
-        yield JoblibPool(placement, Shared(FileBudget(folder)))
+        yield SlotPool(placement, Shared(FileBudget(folder)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+Tick = Callable[[list[Task]], None]
+"""Sees the tasks in flight about once a second (progress)."""
+
+
 class Pool:
-    """A started backend: its shared services and a way to play items in parallel."""
+    """A started backend: its shared services and a way to play tasks in parallel."""
 
     shared: Shared
 
     def map_unordered(
-        self,
-        play: Callable[[Item], Result],
-        items: Sequence[Item],
-        lost: Callable[[Item, str], Result],
-    ) -> Iterable[Result]:
-        """`play` over `items`, results in completion order; `lost(item, why)` stands for an item whose
-        worker died under it (where the backend can tell)."""
+        self, play: Callable[[Task], EpisodeResult], tasks: Sequence[Task], *, tick: Tick | None = None
+    ) -> Iterator[EpisodeResult]:
+        """`play` over `tasks`, one result per task in completion order; a task whose worker died under it
+        comes back as an `error` result."""
         raise NotImplementedError
 
 
-class JoblibPool(Pool):
+class SlotPool(Pool):
     def __init__(self, placement: Placement, shared: Shared):
         self.placement = placement
         self.shared = shared
 
-    def map_unordered(self, play, items, lost):
-        parallel = Parallel(
-            n_jobs=self.placement.n_jobs, backend=self.placement.backend, return_as="generator_unordered"
-        )
-        return parallel(delayed(play)(item) for item in items)
+    def map_unordered(self, play, tasks, *, tick=None):
+        return play_all(play, tasks, n_jobs=self.placement.n_jobs, backend=self.placement.backend, tick=tick)
 
 
 def threads_per_worker(n_jobs: int, workers: int) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from pos_bench.backends import Placement, Pool, Shared, threads_per_worker
 from pos_bench.models.budget import Endpoint, LocalBudget
 from pos_bench.models.cache import ResponseStore
-from pos_bench.types import Reply
+from pos_bench.types import EpisodeResult, Reply, Task
 
 # Workers run the driver's interpreter and installed environment (the same on every node), not one `uv run`
 # per worker process, which Ray does by default when the driver was started with `uv run` and which
@@ -93,8 +93,11 @@ def connect(address: str | None) -> bool:
 
 
 @contextlib.contextmanager
-def session(placement: Placement, cache_path: str | None, env: Mapping[str, str]) -> Iterator[RayPool]:
-    """`env`: variables the episode workers need from the driver's environment (API keys)."""
+def session(
+    placement: Placement, cache_path: str | None, env: Mapping[str, str], redact: Callable[[str], str]
+) -> Iterator[RayPool]:
+    """`env`: variables the episode workers need from the driver's environment (API keys); `redact` is
+    applied by the cache owner to everything it stores."""
     started = connect(placement.ray_address)
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
     keeper = (
@@ -107,7 +110,7 @@ def session(placement: Placement, cache_path: str | None, env: Mapping[str, str]
         owner = (
             ray.remote(ResponseStore)
             .options(num_cpus=0, max_concurrency=16, scheduling_strategy=here)
-            .remote(str(Path(cache_path).resolve()))
+            .remote(str(Path(cache_path).resolve()), redact=redact)
         )
     try:
         shared = Shared(RayBudget(keeper), RayStore(owner) if owner is not None else None)
@@ -127,49 +130,57 @@ class RayPool(Pool):
         self.env = dict(env)
 
     def map_unordered(
-        self, play: Callable[[Any], Any], items: Sequence[Any], lost: Callable[[Any, str], Any]
-    ) -> Iterator[Any]:
-        if not items:
+        self,
+        play: Callable[[Task], EpisodeResult],
+        tasks: Sequence[Task],
+        *,
+        tick: Callable[[list[Task]], None] | None = None,
+    ) -> Iterator[EpisodeResult]:
+        if not tasks:
             return
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         n_jobs = int(cpus) if self.placement.n_jobs == -1 else self.placement.n_jobs
-        count = min(self.placement.workers or n_jobs, n_jobs, len(items))
+        count = min(self.placement.workers or n_jobs, n_jobs, len(tasks))
         threads = threads_per_worker(n_jobs, count)
         worker = ray.remote(EpisodeWorker).options(
-            num_cpus=min(1.0, cpus / count),
-            max_concurrency=threads,
-            scheduling_strategy="SPREAD",
+            num_cpus=min(1.0, cpus / count), max_concurrency=threads, scheduling_strategy="SPREAD"
         )
         workers = [worker.remote(play, self.env) for _ in range(count)]
-        queue = deque(items)
-        running: dict[Any, tuple[Any, int, Any]] = {}
+        queue = deque(tasks)
+        running: dict[Any, tuple[Task, int, Any]] = {}
         load = [0] * count
 
-        def submit(slot: int) -> None:
-            item = queue.popleft()
-            running[workers[slot].play.remote(item)] = (item, slot, workers[slot])
-            load[slot] += 1
+        def fill(slot: int) -> None:
+            while queue and load[slot] < threads:
+                task = queue.popleft()
+                running[workers[slot].play.remote(task)] = (task, slot, workers[slot])
+                load[slot] += 1
 
         for slot in range(count):
-            while queue and load[slot] < threads:
-                submit(slot)
+            fill(slot)
         try:
             while running:
-                [ref], _ = ray.wait(list(running), num_returns=1)
-                item, slot, actor = running.pop(ref)
-                load[slot] -= 1
-                try:
-                    result = ray.get(ref)
-                except ray.exceptions.RayActorError as error:
-                    result = lost(item, f"the Ray worker playing it died: {error}")
-                    if workers[slot] is actor:  # the first loss seen from it: replace the dead worker
-                        ray.kill(actor)
-                        workers[slot] = worker.remote(play, self.env)
-                except ray.exceptions.RayError as error:
-                    result = lost(item, f"Ray could not play it: {error}")
-                yield result
-                while queue and load[slot] < threads:
-                    submit(slot)
+                done, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
+                for ref in done:
+                    task, slot, actor = running.pop(ref)
+                    load[slot] -= 1
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayActorError as error:
+                        result = lost(task, f"WorkerDied: the Ray worker playing this episode died ({error})")
+                        if workers[slot] is actor:  # the first loss seen from it: replace the dead worker
+                            ray.kill(actor)
+                            workers[slot] = worker.remote(play, self.env)
+                    except ray.exceptions.RayError as error:
+                        result = lost(task, f"ResultLost: {type(error).__name__}: {error}")
+                    yield result
+                    fill(slot)
+                if tick is not None:
+                    tick([task for task, _, _ in running.values()])
         finally:
             for actor in workers:
                 ray.kill(actor)
+
+
+def lost(task: Task, why: str) -> EpisodeResult:
+    return EpisodeResult(task_id=task.id, status="error", error=why, task_meta=dict(task.meta))

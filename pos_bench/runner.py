@@ -17,20 +17,14 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 from hydra.utils import instantiate
-<<<<<<< HEAD
-from tqdm import tqdm
 
-from pos_bench.backends import Placement, Shared, session, worker_parent_pid
-=======
-
+from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
 from pos_bench.identity import RunIdentity, check_folder, run_identity
->>>>>>> main
 from pos_bench.loop import play
 from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
@@ -43,7 +37,6 @@ from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
 from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
-from pos_bench.workers import play_all
 
 
 @dataclass(frozen=True)
@@ -51,22 +44,16 @@ class RunnerConfig:
     n_jobs: int = 1
     """Episodes in flight at once."""
     backend: str = "loky"
-<<<<<<< HEAD
-    """`loky` (processes, for CPU-bound engines and local models), `threading` (for remote endpoints,
-    where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see `backends.py`."""
+    """`loky` (one worker process per slot, for CPU-bound engines and local models), `threading` (for remote
+    endpoints, where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see
+    `backends.py`."""
     workers: int | None = None
     """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
     ray_address: str | None = None
     """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
-    retry_errors: bool = False
-    """On resume, play again the episodes that ended in an error (their old lines are dropped)."""
-=======
-    """`loky` (one worker process per slot, for CPU-bound engines and local models) or `threading` (for remote
-    endpoints, where episodes mostly wait on the network)."""
     retry_errors: bool = True
     """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
     them as finished."""
->>>>>>> main
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
@@ -187,16 +174,12 @@ def no_expert(benchmark: Benchmark) -> str:
 def episodes(
     work: Callable[[Task], EpisodeResult],
     tasks: list[Task],
-    runner: RunnerConfig,
+    pool: Pool,
     tick: Callable[[list[Task]], None] | None = None,
 ) -> Iterator[EpisodeResult]:
-    """Where episodes run: one result per task, in completion order; a dead worker costs its episode only."""
-    return play_all(work, tasks, n_jobs=runner.n_jobs, backend=runner.backend, tick=tick)
-
-
-def lost_episode(task: Task, why: str) -> EpisodeResult:
-    """The result of an episode whose worker process died under it."""
-    return EpisodeResult(task_id=task.id, status="error", error=why, task_meta=dict(task.meta))
+    """Where episodes run (`backends.py`): one result per task, in completion order; a dead worker costs its
+    episode only."""
+    return pool.map_unordered(work, tasks, tick=tick)
 
 
 def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
@@ -223,31 +206,6 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
         raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
-<<<<<<< HEAD
-        raise ValueError(no_expert(benchmark))
-    tasks = list(benchmark.tasks())
-    results = ResultsFile(run_dir / "results.jsonl")
-    todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
-    meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
-    write_result(run_dir / "run.json", meta)
-    placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not runner.progress, desc="episodes")
-    with session(placement, cfg) as pool, bar:
-        play = partial(
-            run_episode,
-            cfg,
-            run_dir=run_dir.resolve(),
-            parent_pid=worker_parent_pid(runner.backend),
-            shared=pool.shared,
-        )
-        for result in pool.map_unordered(play, todo, lost_episode):
-            results.append(result)
-            bar.update(1)
-            bar.set_postfix(success=result.success, status=result.status)
-    wanted = {t.id for t in tasks}
-    summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
-    write_summary(run_dir / "summary.json", summary)
-=======
         raise ConfigError(no_expert(benchmark))
     try:
         model = build_model(cfg)
@@ -306,13 +264,21 @@ def run(
             "config": cfg,
         }
         write_result(run_dir / "run.json", meta, redactor)
-        work = functools.partial(run_episode, cfg, run_dir=run_dir, parent_pid=os.getpid())
         total = len(prepared.tasks)
         progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+        placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
         try:
-            for result in episodes(work, todo, runner, tick=progress.tick):
-                record(results, result)
-                progress.finished(result)
+            with session(placement, cfg) as pool:
+                work = functools.partial(
+                    run_episode,
+                    cfg,
+                    run_dir=run_dir.resolve(),
+                    parent_pid=worker_parent_pid(runner.backend),
+                    shared=pool.shared,
+                )
+                for result in episodes(work, todo, pool, tick=progress.tick):
+                    record(results, result)
+                    progress.finished(result)
         except KeyboardInterrupt:
             raise RunInterrupted(
                 f"interrupted: {progress.saved} of {total} episodes "
@@ -323,7 +289,6 @@ def run(
         wanted = {t.id for t in prepared.tasks}
         summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
         write_summary(run_dir / "summary.json", summary, redactor)
->>>>>>> main
     return summary
 
 

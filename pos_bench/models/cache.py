@@ -191,23 +191,6 @@ class ResponseStore:
         """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
         what the file now holds for `key`, so every worker answers with the same reply."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-<<<<<<< HEAD
-        with self._connect() as db:
-            db.execute(
-                f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    request,
-                    reply.text,
-                    reply.usage.input_tokens,
-                    reply.usage.output_tokens,
-                    reply.usage.calls,
-                    time.time(),
-                ),
-            )
-        stored = self.get(key)
-        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
-=======
         row = (
             key,
             _storable(self.redact(request)),
@@ -222,7 +205,8 @@ class ResponseStore:
                 db.execute(f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.Error as error:
             raise cache_error(self.path, error) from error
->>>>>>> main
+        stored = self.get(key)
+        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -232,7 +216,6 @@ class Store(Protocol):
     """Where replies are kept: `ResponseStore` (the SQLite file itself, for the processes of one host) or a
     proxy to its one owner (`pos_bench.ray_pool`, when workers run on several hosts)."""
 
-<<<<<<< HEAD
     def get(self, key: str) -> Reply | None: ...
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply: ...
@@ -241,18 +224,18 @@ class Store(Protocol):
 class Cached:
     """Wraps a model with the response cache in `mode`, kept in `store` (default: the file at `path`)."""
 
-    def __init__(self, model: Model, config: CacheConfig, store: Store | None = None):
+    def __init__(
+        self,
+        model: Model,
+        config: CacheConfig,
+        store: Store | None = None,
+        *,
+        redact: Callable[[str], str] = str,
+    ):
         self.inner = model
         self.name = model.name
         self.config = config
-        self.store = store if store is not None else ResponseStore(config.path)
-=======
-    def __init__(self, model: Model, config: CacheConfig, *, redact: Callable[[str], str] = str):
-        self.inner = model
-        self.name = model.name
-        self.config = config
-        self.store = ResponseStore(config.path, redact=redact)
->>>>>>> main
+        self.store = store if store is not None else ResponseStore(config.path, redact=redact)
 
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "cache": self.config.mode}

@@ -44,11 +44,7 @@ def wrap(model: Model, cfg: Mapping[str, Any], budget: Budget, store: Store | No
         model = Budgeted(model, budget, endpoint)
     model = Retrying(model, RetryPolicy(**(cfg.get("retry") or {})))
     cache = CacheConfig(**(cfg.get("cache") or {}))
-<<<<<<< HEAD
-    return model if cache.mode == "off" else Cached(model, cache, store)
-=======
-    return model if cache.mode == "off" else Cached(model, cache, redact=redactor_for(cfg).text)
->>>>>>> main
+    return model if cache.mode == "off" else Cached(model, cache, store, redact=redactor_for(cfg).text)
 
 
 def build_model(
