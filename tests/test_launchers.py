@@ -42,7 +42,8 @@ def test_a_submitit_local_sweep_runs_both_jobs_and_prints_one_table(tmp_path):
     rows = out.stdout.split("== sweep ==")[1].strip().splitlines()
     assert any("raw" in row for row in rows) and any("expert" in row for row in rows)
     for method in ("raw", "expert"):
-        summary = json.loads((tmp_path / f"toy/{method}/scripted/summary.json").read_text())
+        [found] = (tmp_path / f"toy/{method}/scripted").rglob("summary.json")
+        summary = json.loads(found.read_text())
         assert summary["episodes"] == 2 and summary["labels"]["method"] == method
     assert list(tmp_path.glob(".sweep-*")) == []  # the jobs' list is removed once printed
     assert list((tmp_path / ".submitit").iterdir())  # the jobs really went through submitit
