@@ -23,6 +23,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from hydra.utils import instantiate
 
+from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
 from pos_bench.context_load import context_load
 from pos_bench.identity import RunIdentity, check_folder, run_identity
 from pos_bench.loop import RetryBudget, play
@@ -37,7 +38,6 @@ from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
 from pos_bench.types import EpisodeResult, Task, result_from_json, result_row, to_jsonable
-from pos_bench.workers import play_all
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,13 @@ class RunnerConfig:
     n_jobs: int = 1
     """Episodes in flight at once."""
     backend: str = "loky"
-    """`loky` (one worker process per slot, for CPU-bound engines and local models) or `threading` (for remote
-    endpoints, where episodes mostly wait on the network)."""
+    """`loky` (one worker process per slot, for CPU-bound engines and local models), `threading` (for remote
+    endpoints, where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see
+    `backends.py`."""
+    workers: int | None = None
+    """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
+    ray_address: str | None = None
+    """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
     retry_errors: bool = True
     """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
     them as finished."""
@@ -57,8 +62,7 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
-        if self.backend not in ("loky", "threading"):
-            raise ValueError(f"runner.backend must be 'loky' or 'threading', got {self.backend!r}")
+        Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
         if self.max_meta_per_turn < 0:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
@@ -112,7 +116,11 @@ def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | No
 
 
 def run_episode(
-    cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
+    cfg: Mapping[str, Any],
+    task: Task,
+    run_dir: Path,
+    parent_pid: int | None = None,
+    shared: Shared | None = None,
 ) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
     result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
@@ -125,7 +133,8 @@ def run_episode(
     model: Recorded | None = None
     try:
         benchmark = instantiate(cfg["bench"], _convert_="all")
-        model = Recorded(build_model(cfg), log)
+        services = {"budget": shared.budget, "store": shared.store} if shared else {}
+        model = Recorded(build_model(cfg, **services), log)
         env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
         try:
             with instantiate(cfg["method"], _convert_="all")(model=model) as method:
@@ -175,11 +184,12 @@ def no_expert(benchmark: Benchmark) -> str:
 def episodes(
     work: Callable[[Task], EpisodeResult],
     tasks: list[Task],
-    runner: RunnerConfig,
+    pool: Pool,
     tick: Callable[[list[Task]], None] | None = None,
 ) -> Iterator[EpisodeResult]:
-    """Where episodes run: one result per task, in completion order; a dead worker costs its episode only."""
-    return play_all(work, tasks, n_jobs=runner.n_jobs, backend=runner.backend, tick=tick)
+    """Where episodes run (`backends.py`): one result per task, in completion order; a dead worker costs its
+    episode only."""
+    return pool.map_unordered(work, tasks, tick=tick)
 
 
 def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
@@ -266,13 +276,21 @@ def run(
             "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
         }
         write_result(run_dir / "run.json", meta, redactor)
-        work = functools.partial(run_episode, cfg, run_dir=run_dir, parent_pid=os.getpid())
         total = len(prepared.tasks)
         progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+        placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
         try:
-            for result in episodes(work, todo, runner, tick=progress.tick):
-                record(results, result)
-                progress.finished(result)
+            with session(placement, cfg) as pool:
+                work = functools.partial(
+                    run_episode,
+                    cfg,
+                    run_dir=run_dir.resolve(),
+                    parent_pid=worker_parent_pid(runner.backend),
+                    shared=pool.shared,
+                )
+                for result in episodes(work, todo, pool, tick=progress.tick):
+                    record(results, result)
+                    progress.finished(result)
         except KeyboardInterrupt:
             raise RunInterrupted(
                 f"interrupted: {progress.saved} of {total} episodes "
