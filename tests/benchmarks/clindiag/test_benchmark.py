@@ -12,7 +12,8 @@ from hydra.utils import instantiate
 
 from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.benchmark import EXAMPLE, SUBMIT, SYSTEM, ClinDiagBenchmark
-from pos_bench.benchmarks.clindiag.roles import PROVIDER_RULES, RecordProvider, RulesJudge, Submission
+from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
+from pos_bench.benchmarks.clindiag.roles import PROVIDER_RULES, RecordProvider
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.protocols import MethodBase
