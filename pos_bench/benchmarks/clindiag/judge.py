@@ -465,8 +465,8 @@ class RulesJudge:
 
 
 def differential_entries(text: str) -> list[str]:
-    """A free-text differential cut into its entries (lines, semicolons, numbering, commas, "or")."""
-    parts = [p for p in re.split(r"[;\n]+|\s\d+[.)]\s", text) if p.strip()]
-    if len(parts) <= 1:
-        parts = re.split(r",|\bor\b", text)
-    return [p.strip() for p in parts if p.strip()]
+    """A free-text differential cut into its entries (lines, semicolons, numbering; then commas and "or"),
+    each bigger piece kept too, so a name holding a comma still matches whole."""
+    parts = [p.strip() for p in re.split(r"[;\n]+|\s\d+[.)]\s", text) if p.strip()]
+    pieces = [q.strip() for p in parts for q in re.split(r",|\bor\b", p) if q.strip()]
+    return list(dict.fromkeys([text.strip(), *parts, *pieces]))
