@@ -510,7 +510,9 @@ def test_record_provider_answers_the_best_matching_sentences_and_never_dumps_a_s
         provider.answer(None, record, "Does the father have asthma?") == "family history: Father had asthma."
     )
     nothing = provider.answer(None, record, "Does she smoke?")
-    assert nothing == "The record does not specify this. Items on record here: chief complaint; family history."
+    assert (
+        nothing == "The record does not specify this. Items on record here: chief complaint; family history."
+    )
     assert "Cough" not in nothing and "asthma" not in nothing
     assert provider.answer(None, record, "What about the social history?") == "social history: Not specified."
     assert (
