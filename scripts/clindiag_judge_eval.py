@@ -126,12 +126,14 @@ def main() -> None:
     parser.add_argument("--data", help="case folder (default: bench.data_dir rules: $CLINDIAG_DATA, staged)")
     parser.add_argument("--manifest")
     parser.add_argument("--judge", default="pos_bench.benchmarks.clindiag.judge:RulesJudge")
+    parser.add_argument("--limit", type=int, help="only the first N cases (a quick look)")
     parser.add_argument("--by-variant", action="store_true")
     parser.add_argument("--llm", help="a conf/model name: also grade with the LLM judge on that model")
     parser.add_argument("--set", action="append", default=[], help="Hydra override for the LLM judge config")
     parser.add_argument("--llm-per-form", type=int, default=20, help="items per form graded by the LLM judge")
     args = parser.parse_args()
     cases, root = load_cases(args.data, args.manifest)
+    cases = cases[: args.limit] if args.limit else cases
     by_case = {c.case: c for c in cases}
     keys = {c.case: data.AnswerKey(c.diagnosis, c.differential, "") for c in cases}
     items = build(cases)

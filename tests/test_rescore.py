@@ -30,7 +30,7 @@ def scripted_judge(body):
 
 def python(*args, env):
     return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=600
+        [sys.executable, *args], check=False, capture_output=True, text=True, cwd=REPO, env=env, timeout=600
     )
 
 
