@@ -17,10 +17,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.fixture import ACCEPTED_FORMS, FORMS, CaseText, Item, build
 from pos_bench.benchmarks.clindiag.judge import LLMJudge, Submission
+from pos_bench.models.roles import build_model
+from pos_bench.rescore import merged
 
 REPO = Path(__file__).resolve().parents[1]
 Grader = Callable[[Item, CaseText], bool]
@@ -98,14 +102,9 @@ def load_judge(path: str) -> object:
 
 
 def llm_model(name: str, overrides: Sequence[str]) -> object:
-    from hydra import compose, initialize_config_dir
-
-    from pos_bench.models.roles import build_model
-
+    """The model of conf/model/<name>.yaml with `overrides`, behind the run's retry policy and cache."""
     with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"model={name}", *overrides])
-    from omegaconf import OmegaConf
-
+        cfg = compose("config", overrides=merged([f"model={name}"], overrides))
     return build_model(OmegaConf.to_container(cfg, resolve=True))
 
 

@@ -1,6 +1,7 @@
 """The labelled judge fixture (clindiag/fixture.py) and the rules judge's measured accuracy on it over the 604
 staged cases: the figures of issue 13 that scripts/clindiag_judge_eval.py prints."""
 
+import json
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.fixture import FORMS, CaseText, build
 from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
 from tests.conftest import REPO
+from tests.models.stub_openai_server import StubOpenAI
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +77,41 @@ def test_the_eval_script_prints_a_confusion_table_per_form(shared):
     for form in FORMS:
         assert re.search(rf"^\s*{form}\s+(accept|reject)\s+\d+", out, re.MULTILINE)
     assert "TP" in out and "FP" in out and out.count(": met") == 4
+
+
+def test_the_eval_script_also_grades_with_an_llm_judge_when_one_is_configured(shared):
+    def judge(body):
+        final = body["messages"][1]["content"].split("Submitted:\n- final diagnosis: ", 1)[1].splitlines()[0]
+        correct = not final.lower().startswith(("not ", "no ", "negative"))
+        return json.dumps({"diagnosis_correct": correct, "differential_hit": False, "reason": "stub"})
+
+    with StubOpenAI(answer=judge) as stub:
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "clindiag_judge_eval.py"),
+                "--data",
+                str(shared / "benchmarks" / "clindiag"),
+                "--limit",
+                "10",
+                "--llm",
+                "openai",
+                "--set",
+                f"model.base_url={stub.url}/v1",
+                "--set",
+                "model.api_key_env=null",
+                "--set",
+                "cache.mode=off",
+                "--llm-per-form",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout
+        requests = len(stub.requests)
+    llm_table = out.split("== judge=llm (openai)", 1)[1]
+    assert re.search(r"^\s*negated\s+reject\s+2\s+0\s+0\s+0\s+2\s", llm_table, re.MULTILINE)
+    assert re.search(r"^\s*other_case\s+reject\s+2\s+0\s+0\s+2\s+0\s", llm_table, re.MULTILINE)
+    assert requests >= 10  # two items of each form that the ten cases have, one request each
