@@ -548,6 +548,17 @@ def test_bench_config_and_paper_experiment_compose():
         paper = compose("config", overrides=["+experiment=clindiag_paper"])
     assert (paper.bench.provider, paper.bench.judge) == ("llm", "llm")
     assert paper.roles.benchmark_judge == paper.roles.benchmark_provider
+    fixed = instantiate(paper.bench, _convert_="all")
+    assert fixed.labels == {"judge": "qwen3.7-plus", "provider": "qwen3.7-plus"}
+    assert bench.labels == {"judge": "rules", "provider": "record"}
+    with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
+        unfixed = compose("config", overrides=["bench=clindiag", "bench.judge=llm"])
+        chosen = compose(
+            "config", overrides=["bench=clindiag", "bench.judge=llm", "+model@roles.benchmark_judge=kimi"]
+        )
+    with pytest.raises(Exception, match="bench.judge=llm needs the fixed benchmark_judge model"):
+        instantiate(unfixed.bench, _convert_="all")
+    assert instantiate(chosen.bench, _convert_="all").labels["judge"] == "kimi-k3"
 
 
 def agreement(*args):
