@@ -1,15 +1,16 @@
 """ClinDiag (SPEC-BENCH §5): a doctor agent questions a patient record through five tools and submits one
 diagnosis, which a judge compares with the case's reference diagnosis.
 
-Benchmark-side roles: the information provider answers each question from one record section, and the
-judge scores the submission. Each has an LLM form (calls `model.generate` with role `benchmark_provider` /
-`benchmark_judge`, so its tokens stay out of the method's totals; a per-role model is set with `roles:` in
-the run config) and an offline deterministic stand-in (`record` provider, `rules` judge; SPEC-BENCH §5.8),
-which are approximations for tests and smoke runs, never a reported metric.
+Benchmark-side roles: the information provider (`roles.py`) answers each question from one record section, and
+the judge (`judge.py`) scores the submission. Each has an LLM form (calls `model.generate` with role
+`benchmark_provider` / `benchmark_judge`, so its tokens stay out of the method's totals; its fixed model must be
+set under `roles:`, and the benchmark refuses to start without it) and an offline deterministic stand-in
+(`record` provider, `rules` judge; SPEC-BENCH §5.8), approximations labelled as such (`labels`).
 
-The answer key is read only inside `score()`; tool handlers see only the case's record sections, and tool
-arguments are never used to locate files.
-"""
+The score is a function of the accepted submission (`scoring.py`), so a finished run can be judged again from
+its transcripts (`score_transcript`). The answer key is read when listing tasks (for the answer-in-record flag
+only) and when scoring; tool handlers see only the case's record sections, and tool arguments are never used to
+locate files."""
 
 from __future__ import annotations
 
