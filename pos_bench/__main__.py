@@ -55,7 +55,7 @@ def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, An
     }
 
 
-def play(cfg: DictConfig) -> Summary:
+def run_command(cfg: DictConfig) -> Summary:
     plain = OmegaConf.to_container(cfg, resolve=True)
     prepared = preflight(plain)
     identity = run_identity(plain, prepared.description)
@@ -77,7 +77,7 @@ def play(cfg: DictConfig) -> Summary:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> Summary:
     try:
-        summary = play(cfg)
+        summary = run_command(cfg)
     except REFUSALS as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

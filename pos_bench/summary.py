@@ -140,7 +140,8 @@ def summarize(
         for r in results
     ]
     extras = extra_means(results)
-    if results and "model" in labels and not any(r.usage for r in results):
+    played = any(r.status == "done" for r in results)
+    if played and "model" in labels and not any(r.usage for r in results):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
     by_group: dict[str, dict[str, float]] = {}
     frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
