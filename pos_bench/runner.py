@@ -16,11 +16,12 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
@@ -32,7 +33,7 @@ from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.preflight import ConfigError, check_config
 from pos_bench.progress import Progress
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
@@ -205,6 +206,8 @@ class Prepared:
 
     tasks: list[Task]
     description: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The benchmark's own labels (e.g. `judge`), added to the run's."""
 
 
 def preflight(cfg: Mapping[str, Any]) -> Prepared:
@@ -214,9 +217,11 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         benchmark = instantiate(cfg["bench"], _convert_="all")
         tasks = list(benchmark.tasks())
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
-        raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
+    labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
     try:
         model = build_model(cfg)
         description = dict(model.describe())
@@ -226,7 +231,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
-    return Prepared(tasks, description)
+    return Prepared(tasks, description, labels)
 
 
 @contextmanager
@@ -259,6 +264,7 @@ def run(
 ) -> Summary:
     """Play every pending task of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
+    labels = {**labels, **prepared.labels}
     identity = identity or run_identity(cfg, prepared.description)
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
