@@ -16,27 +16,29 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
+from pos_bench.context_load import context_load
 from pos_bench.identity import RunIdentity, check_folder, run_identity
-from pos_bench.loop import play
+from pos_bench.loop import RetryBudget, play
 from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.preflight import ConfigError, check_config
 from pos_bench.progress import Progress
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
-from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
+from pos_bench.types import EpisodeResult, Task, result_from_json, result_row, to_jsonable
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,13 @@ class RunnerConfig:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
 
-RECORDS = {"runner": RunnerConfig, "retry": RetryPolicy, "cache": CacheConfig, "prices": Price}
+RECORDS = {
+    "runner": RunnerConfig,
+    "retry": RetryPolicy,
+    "cache": CacheConfig,
+    "prices": Price,
+    "loop": RetryBudget,
+}
 """The plain config nodes and the records that validate them."""
 
 
@@ -140,6 +148,7 @@ def run_episode(
                     max_turns=benchmark.max_turns,
                     log=log,
                     max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
+                    budget=RetryBudget(**(cfg.get("loop") or {})),
                 )
         finally:
             env.close()
@@ -147,6 +156,8 @@ def run_episode(
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
         result = error_result(task, error, model.usage if model else None)
+    if model is not None:
+        result = replace(result, **vars(context_load(model.calls)))
     try:
         write_result(folder / "result.json", result, redactor)
     except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
@@ -195,6 +206,8 @@ class Prepared:
 
     tasks: list[Task]
     description: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The benchmark's own labels (e.g. `judge`), added to the run's."""
 
 
 def preflight(cfg: Mapping[str, Any]) -> Prepared:
@@ -204,9 +217,11 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         benchmark = instantiate(cfg["bench"], _convert_="all")
         tasks = list(benchmark.tasks())
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
-        raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
+    labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
     try:
         model = build_model(cfg)
         description = dict(model.describe())
@@ -216,7 +231,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
-    return Prepared(tasks, description)
+    return Prepared(tasks, description, labels)
 
 
 @contextmanager
@@ -249,6 +264,7 @@ def run(
 ) -> Summary:
     """Play every pending task of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
+    labels = {**labels, **prepared.labels}
     identity = identity or run_identity(cfg, prepared.description)
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
@@ -262,6 +278,8 @@ def run(
             "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
             "model": prepared.description,
             "config": cfg,
+            # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
+            "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
         }
         write_result(run_dir / "run.json", meta, redactor)
         total = len(prepared.tasks)
