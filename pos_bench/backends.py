@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.models.budget import Budget, FileBudget, LocalBudget
+from pos_bench.models.cache import Store
 from pos_bench.redact import key_variables, redactor_for
 from pos_bench.types import EpisodeResult, Task
 from pos_bench.workers import play_all
@@ -38,7 +39,7 @@ class Shared:
     """What every worker of one run shares; crosses to the workers with each episode."""
 
     budget: Budget
-    store: Any | None = None
+    store: Store | None = None
     """A response store every worker goes through (Ray: an actor owning the SQLite file on the driver's
     node), or None when each worker may open the file itself (one host: SQLite in WAL mode)."""
 
