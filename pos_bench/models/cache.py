@@ -7,8 +7,9 @@ model's runtime identity is part of it) plus the messages, the schema and the to
 `describe()` fields count as identity: a new setting can only cause a miss, never a wrong hit.
 
 Modes: `off`; `read_write` (answer hits, store misses); `record` (always call, overwrite); `replay` (hits only;
-a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, opened
-per operation, so threads and worker processes can share it. A model whose `describe()` says
+a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, so the
+threads and processes of one host can share it; WAL does not work across hosts (NFS), so a Ray run gives
+the file one owner on the driver's node and its workers go through it (`Store`). A model whose `describe()` says
 `cacheable: false` (the scripted test double, whose replies depend on call order) is never cached.
 
 `Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
@@ -22,10 +23,10 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
@@ -46,6 +47,7 @@ NOT_IDENTITY = frozenset(
         "replayed_from",
         "price",
         "cacheable",
+        "tokens_per_minute",
     }
 )
 """`describe()` fields that do not change what the model answers, left out of the cache key."""
@@ -64,6 +66,22 @@ class CacheConfig:
 
 class CacheMiss(RuntimeError):
     """Replay asked for a request that was never recorded."""
+
+
+class CacheError(RuntimeError):
+    """The cache file cannot be used (corrupt, locked, unwritable); the message names the file and the fix."""
+
+
+def cache_error(path: Path, error: sqlite3.Error) -> CacheError:
+    if _locked(error):
+        return CacheError(
+            f"the response cache {path} is locked by another process ({error}). Wait for it to finish, point "
+            "cache.path at another file, or run with cache.mode=off."
+        )
+    return CacheError(
+        f"the response cache {path} cannot be used ({type(error).__name__}: {error}). Move it aside "
+        f"(mv {path} {path}.bad) to start a fresh cache, or run with cache.mode=off."
+    )
 
 
 def identity(description: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,19 +124,44 @@ def _use_wal(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
 
 
+def _storable(text: str) -> str:
+    """`text` without lone surrogates, which SQLite's UTF-8 text cannot hold."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class ResponseStore:
     """The SQLite file behind the cache: one connection per thread, commits without fsync (WAL with
     `synchronous=NORMAL` stays consistent if a run is killed; only a power cut may lose the newest replies)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, redact: Callable[[str], str] = str):
         self.path = Path(path)
+        self.timeout = timeout
+        self.redact = redact
+        """Applied to every stored request and reply, so a secret a server echoes never reaches the file."""
         self._local = threading.local()
 
+    def check(self) -> None:
+        """Open the file and take (then release) its write lock: a corrupt or locked cache fails here, once,
+        with a `CacheError`, instead of failing every episode."""
+        try:
+            db = self._connect()
+            db.execute("SELECT COUNT(*) FROM responses").fetchone()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
+
     def _connect(self) -> sqlite3.Connection:
+        try:
+            return self._open()
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
+
+    def _open(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=60)
+            db = sqlite3.connect(self.path, timeout=self.timeout)
             _use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
@@ -130,43 +173,69 @@ class ResponseStore:
         return db
 
     def get(self, key: str) -> Reply | None:
-        row = (
-            self._connect()
-            .execute("SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,))
-            .fetchone()
-        )
+        try:
+            row = (
+                self._connect()
+                .execute(
+                    "SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,)
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
         if row is None:
             return None
         return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
 
-    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> None:
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
+        """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
+        what the file now holds for `key`, so every worker answers with the same reply."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-        with self._connect() as db:
-            db.execute(
-                f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    request,
-                    reply.text,
-                    reply.usage.input_tokens,
-                    reply.usage.output_tokens,
-                    reply.usage.calls,
-                    time.time(),
-                ),
-            )
+        row = (
+            key,
+            _storable(self.redact(request)),
+            _storable(self.redact(reply.text)),
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+            reply.usage.calls,
+            time.time(),
+        )
+        try:
+            with self._connect() as db:
+                db.execute(f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
+        stored = self.get(key)
+        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
-class Cached:
-    """Wraps a model with the response cache in `mode`."""
+class Store(Protocol):
+    """Where replies are kept: `ResponseStore` (the SQLite file itself, for the processes of one host) or a
+    proxy to its one owner (`pos_bench.ray_pool`, when workers run on several hosts)."""
 
-    def __init__(self, model: Model, config: CacheConfig):
+    def get(self, key: str) -> Reply | None: ...
+
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply: ...
+
+
+class Cached:
+    """Wraps a model with the response cache in `mode`, kept in `store` (default: the file at `path`)."""
+
+    def __init__(
+        self,
+        model: Model,
+        config: CacheConfig,
+        store: Store | None = None,
+        *,
+        redact: Callable[[str], str] = str,
+    ):
         self.inner = model
         self.name = model.name
         self.config = config
-        self.store = ResponseStore(config.path)
+        self.store = store if store is not None else ResponseStore(config.path, redact=redact)
 
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "cache": self.config.mode}
@@ -189,11 +258,23 @@ class Cached:
                     "model settings; record it first with cache.mode=read_write or record."
                 )
         reply = self.inner.generate(prompt, role=role)
-        self.store.put(key, request, reply, overwrite=self.config.mode == "record")
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
         # sees exactly what this run saw.
-        stored = self.store.get(key)
-        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
+        return self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+
+
+def _single_run(folder: Path) -> Path:
+    """`folder` itself when it is a run; the one run registered in its `index.json` when it holds runs."""
+    index = folder / "index.json"
+    if (folder / "run.json").is_file() or not index.is_file():
+        return folder
+    runs = [entry["folder"] for entry in json.loads(index.read_text(encoding="utf-8"))]
+    if len(runs) != 1:
+        raise ValueError(
+            f"{folder} holds {len(runs)} runs ({', '.join(runs)}); set model.run to one of them, e.g. "
+            f"model.run={folder / runs[0]}"
+        )
+    return folder / runs[0]
 
 
 class Replayed:
@@ -205,6 +286,7 @@ class Replayed:
     """
 
     def __init__(self, run: str, role: str | None = None):
+        run = str(_single_run(Path(run)))
         path = Path(run) / "run.json"
         if not path.is_file():
             raise FileNotFoundError(
