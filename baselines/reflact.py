@@ -13,6 +13,7 @@ from typing import Any
 from baselines.raw import RawHistory
 from baselines.stateact import to_2_1_2, uses_2_1_2
 from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.protocols import Unsupported
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
 INSTRUCTION = (
@@ -72,8 +73,8 @@ class ReflAct(RawHistory):
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         if first.tools:
-            raise ValueError(
-                "method=reflact needs a command benchmark (ALFWorld or toy); this one uses tools"
+            raise Unsupported(
+                "method=reflact needs a command benchmark (ALFWorld or toy); this one acts through tools."
             )
         super().start(task, brief, first)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pos_bench.prompting import decision_model, policy_prompt, render_observation
-from pos_bench.protocols import MethodBase, Model
+from pos_bench.protocols import MethodBase, Model, Unsupported
 from pos_bench.types import Brief, Decision, Observation, Prompt, Step, Task
 
 STATE_KEYS = ("goal", "locations_visited", "current_location", "current_inventory", "thought")
@@ -221,8 +221,8 @@ class StateAct(MethodBase):
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         if first.tools:
-            raise ValueError(
-                "method=stateact needs a command benchmark (ALFWorld or toy); this one uses tools"
+            raise Unsupported(
+                "method=stateact needs a command benchmark (ALFWorld or toy); this one acts through tools."
             )
         self.brief = brief
         self.goal = first.goal

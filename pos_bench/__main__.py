@@ -12,6 +12,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from pos_bench.models.roles import build_model
+from pos_bench.protocols import Unsupported
 from pos_bench.runner import run
 from pos_bench.summary import Summary, format_table
 
@@ -32,7 +33,10 @@ def run_labels(cfg: dict[str, Any]) -> dict[str, Any]:
 def main(cfg: DictConfig) -> Summary:
     plain = OmegaConf.to_container(cfg, resolve=True)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    summary = run(plain, run_dir, run_labels(plain))
+    try:
+        summary = run(plain, run_dir, run_labels(plain))
+    except Unsupported as refusal:
+        raise SystemExit(f"error: {refusal}") from None
     print(format_table([summary]))
     print(f"results: {run_dir}")
     return summary

@@ -8,6 +8,11 @@ from typing import Any, Protocol, Self, runtime_checkable
 from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
 
 
+class Unsupported(ValueError):
+    """This benchmark × method pair cannot play at all (not a failure of one episode): the runner stops the run
+    with this one sentence instead of recording the same error for every episode."""
+
+
 @runtime_checkable
 class Model(Protocol):
     """Turns a prompt into a reply. Methods label each call with a `role` for per-role accounting."""

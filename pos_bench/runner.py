@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from pos_bench.loop import play
 from pos_bench.models.roles import build_model
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model, Unsupported
 from pos_bench.summary import Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, write_result
 from pos_bench.types import EpisodeResult, Task, result_from_json, to_jsonable
@@ -79,7 +79,8 @@ WATCHER = "pos_bench-parent-watcher"
 def run_episode(
     cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
 ) -> EpisodeResult:
-    """Play one task in isolation: any exception becomes an `error` result, never a crashed run."""
+    """Play one task in isolation: any exception becomes an `error` result, never a crashed run, except
+    `Unsupported`, which stops the run (the pair cannot play any episode)."""
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     folder = episode_dir(run_dir, task.id)
@@ -105,6 +106,10 @@ def run_episode(
         finally:
             env.close()
         result = replace(result, usage=dict(model.usage))
+    except Unsupported:
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
         result = EpisodeResult(
@@ -124,7 +129,7 @@ def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
     if not expert:
         return benchmark.make_env(model)
     if not isinstance(benchmark, ExpertBenchmark):
-        raise ValueError(no_expert(benchmark))  # noqa: TRY004 - a config choice, not a programming error
+        raise Unsupported(no_expert(benchmark))
     return benchmark.make_expert_env(model)
 
 
@@ -182,7 +187,7 @@ def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Sum
     runner = RunnerConfig(**cfg.get("runner", {}))
     benchmark = instantiate(cfg["bench"], _convert_="all")
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
-        raise ValueError(no_expert(benchmark))
+        raise Unsupported(no_expert(benchmark))
     tasks = list(benchmark.tasks())
     results = ResultsFile(run_dir / "results.jsonl")
     todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
