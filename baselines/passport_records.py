@@ -145,24 +145,30 @@ class ReplyShape:
             )
 
     def finding_model(self) -> type[BaseModel]:
-        name, line = _text((self.limits and self.limits.name_chars)), _text((self.limits and self.limits.state_chars))
+        name, line = (
+            _text(self.limits and self.limits.name_chars),
+            _text(self.limits and self.limits.state_chars),
+        )
         return _capped(Finding, entry=(name, ...), detail=(line, ""))
 
     def audit_model(self) -> type[BaseModel]:
         """The auditor's reply schema; it may list twice as many problems as the policy's own check."""
-        findings = (self.limits and self.limits.findings)
+        findings = self.limits and self.limits.findings
         return _capped(AuditReport, problems=(list[self.finding_model()], _items(findings and 2 * findings)))
 
     def passport_model(self) -> type[BaseModel]:
-        name, line = _text((self.limits and self.limits.name_chars)), _text((self.limits and self.limits.state_chars))
+        name, line = (
+            _text(self.limits and self.limits.name_chars),
+            _text(self.limits and self.limits.state_chars),
+        )
         entry: dict[str, Any] = {"name": (name, ...), "state": (line, ...)}
         if self.confidence:
             entry["confidence"] = (Confidence, ...)
         if self.source:
-            entry["source"] = (_text((self.limits and self.limits.ref_chars)), ...)
+            entry["source"] = (_text(self.limits and self.limits.ref_chars), ...)
         entity = create_model("PassportEntity", __config__=ConfigDict(extra="forbid"), **entry)
         relation = _capped(Relation, source=(name, ...), target=(name, ...), relation=(name, ...))
-        n = (self.limits and self.limits.items)
+        n = self.limits and self.limits.items
         return create_model(
             "PassportDraft",
             __config__=ConfigDict(extra="forbid"),
@@ -175,9 +181,9 @@ class ReplyShape:
     def extra_fields(self) -> dict[str, tuple[Any, Any]]:
         """The reply keys besides thought and action, in the order the model writes them: check, then the
         fixed passport, then health, then the active gap(s) the action serves."""
-        line = _text((self.limits and self.limits.state_chars))
+        line = _text(self.limits and self.limits.state_chars)
         active = _capped(ActiveGap, gap=(line, ...), reason=(line, ...))
-        few = (self.limits and self.limits.findings)
+        few = self.limits and self.limits.findings
         return {
             "check": (list[self.finding_model()], _items(few)),
             "passport": (self.passport_model(), ...),
@@ -186,7 +192,7 @@ class ReplyShape:
                 list[active],
                 Field(..., min_length=1, json_schema_extra={"maxItems": self.active_gaps}),
             ),
-            "citations": (list[_text((self.limits and self.limits.name_chars))], _items(few)),
+            "citations": (list[_text(self.limits and self.limits.name_chars)], _items(few)),
         }
 
 

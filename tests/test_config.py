@@ -3,8 +3,8 @@ bench × method pair is built through the runner and plays one turn on the scrip
 first episode with one sentence saying why the pair is not supported."""
 
 import functools
-import os
 import json
+import os
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -98,7 +98,9 @@ COMMAND_ONLY = {"stateact", "reflact"}
 
 def unsupported(bench: str, method: str) -> bool:
     """The pairs README lists as unsupported; every other pair must play."""
-    return (method == "expert" and bench not in PLANNERS) or (method in COMMAND_ONLY and bench in TOOL_BENCHES)
+    return (method == "expert" and bench not in PLANNERS) or (
+        method in COMMAND_ONLY and bench in TOOL_BENCHES
+    )
 
 
 SCHEMA_REPLIES = "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}"
@@ -128,7 +130,9 @@ def play_pair(bench: str, method: str, root, *extra: str) -> list[dict]:
 
 @pytest.mark.parametrize("method", members("method"))
 @pytest.mark.parametrize("bench", members("bench"))
-def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(bench, method, shared, tmp_path, monkeypatch):
+def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(
+    bench, method, shared, tmp_path, monkeypatch
+):
     monkeypatch.setenv("ALFWORLD_DATA", str(shared / "benchmarks" / "alfworld"))
     monkeypatch.setenv("CLINDIAG_DATA", str(shared / "benchmarks" / "clindiag"))
     if bench in NOT_STAGED and not os.environ.get(NOT_STAGED[bench]):
@@ -139,7 +143,9 @@ def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(bench, me
             assert unsupported(bench, method)
             return
         assert NOT_STAGED[bench] in str(stop.value)
-        pytest.skip(f"{bench} data absent (${NOT_STAGED[bench]} unset): checked the run stops before any episode")
+        pytest.skip(
+            f"{bench} data absent (${NOT_STAGED[bench]} unset): checked the run stops before any episode"
+        )
     if unsupported(bench, method):
         with pytest.raises(Unsupported) as refusal:
             play_pair(bench, method, tmp_path)
@@ -160,7 +166,13 @@ def test_run_json_records_the_passport_limits_of_the_embedded_preset_and_none_el
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
             cfg = compose(
                 "config",
-                overrides=["bench=toy", "method=passport", f"model={model}", "bench.limit=0", "runner.progress=false"],
+                overrides=[
+                    "bench=toy",
+                    "method=passport",
+                    f"model={model}",
+                    "bench.limit=0",
+                    "runner.progress=false",
+                ],
             )
         folder = tmp_path / model
         run(OmegaConf.to_container(cfg, resolve=True), folder, {"model": model})

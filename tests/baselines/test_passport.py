@@ -259,7 +259,9 @@ def test_limits_cap_the_reply_schema_and_no_limits_send_the_protocol_uncapped():
 def test_auditor_schema_follows_the_limits():
     passport = SituationPassport(ScriptedModel(), auditor=True, limits={"findings": 2})
     assert passport.shape.audit_model().model_json_schema()["properties"]["problems"]["maxItems"] == 4
-    assert caps(SituationPassport(ScriptedModel(), auditor=True).shape.audit_model().model_json_schema()) == []
+    assert (
+        caps(SituationPassport(ScriptedModel(), auditor=True).shape.audit_model().model_json_schema()) == []
+    )
 
 
 @pytest.mark.parametrize(("model", "limited"), [("smollm2", True), ("vllm", False), ("openai", False)])
