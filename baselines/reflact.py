@@ -13,7 +13,6 @@ from typing import Any
 from baselines.raw import RawHistory
 from baselines.stateact import to_2_1_2, uses_2_1_2
 from pos_bench.prompting import decision_model, policy_prompt, render_observation
-from pos_bench.protocols import Unsupported
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
 INSTRUCTION = (
@@ -71,11 +70,15 @@ def render_example(modern: bool) -> str:
 class ReflAct(RawHistory):
     """Raw history with a goal-state reflection in place of the thought."""
 
-    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+    def unsupported(self, first: Observation) -> str | None:
         if first.tools:
-            raise Unsupported(
-                "method=reflact needs a command benchmark (ALFWorld or toy); this one acts through tools."
-            )
+            return "method=reflact needs a command benchmark (ALFWorld or toy); this one acts through tools."
+        return None
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+        problem = self.unsupported(first)
+        if problem:
+            raise ValueError(problem)
         super().start(task, brief, first)
 
     def prompt(self, obs: Observation) -> Prompt:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pos_bench.prompting import decision_model, policy_prompt, render_observation
-from pos_bench.protocols import MethodBase, Model, Unsupported
+from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Decision, Observation, Prompt, Step, Task
 
 STATE_KEYS = ("goal", "locations_visited", "current_location", "current_inventory", "thought")
@@ -219,11 +219,15 @@ class StateAct(MethodBase):
         self.actions: list[str] = []
         self.stopped_at: int | None = None
 
-    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+    def unsupported(self, first: Observation) -> str | None:
         if first.tools:
-            raise Unsupported(
-                "method=stateact needs a command benchmark (ALFWorld or toy); this one acts through tools."
-            )
+            return "method=stateact needs a command benchmark (ALFWorld or toy); this one acts through tools."
+        return None
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+        problem = self.unsupported(first)
+        if problem:
+            raise ValueError(problem)
         self.brief = brief
         self.goal = first.goal
         self.opening = first.text

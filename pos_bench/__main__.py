@@ -1,7 +1,15 @@
-"""`python -m pos_bench bench=… method=… model=…`: compose the config, run, print the summary table."""
+"""`python -m pos_bench bench=… method=… model=…`: compose the config, check it, pick the run folder of its
+fingerprint, run, print the summary table and the errors' causes.
+
+Exit codes: 0 done; 1 every episode errored; 2 nothing was run (a config error, another process on the run
+folder, a bad results or cache file); 130 interrupted (rerun the same command to resume).
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,34 +19,75 @@ from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from pos_bench.models.roles import build_model
-from pos_bench.protocols import Unsupported
-from pos_bench.runner import run
-from pos_bench.summary import Summary, format_table
+from pos_bench.identity import RunIndex, RunMismatch, run_identity
+from pos_bench.models.cache import CacheError
+from pos_bench.preflight import ConfigError
+from pos_bench.redact import redactor_for
+from pos_bench.results import ResultsError
+from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
+from pos_bench.summary import Summary, format_errors, format_notes, format_table
+
+REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
+"""Errors that stop a run before (or instead of) playing: one message, exit code 2."""
+
+KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
 
 
-def run_labels(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Labels come from the Hydra choices; a run on a smoke-test model (SmolLM2) is labelled `smoke`."""
+def settable(arguments: list[str]) -> list[str]:
+    """Command-line arguments with every plain `a.b=value` turned into `++a.b=value` (set or add), so any key a
+    constructor takes is settable without `+`; a misspelt key is then caught by the pre-flight check, which
+    names the valid ones. Group choices (`model=openai`), `hydra.*` keys and prefixed overrides are kept."""
+    return [
+        f"++{arg}" if KEY_OVERRIDE.match(arg) and not arg.startswith("hydra.") else arg for arg in arguments
+    ]
+
+
+def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, Any]:
+    """Labels come from the Hydra choices; a run on a smoke-test model (SmolLM2) is labelled `smoke`, one on
+    the scripted test double `test`."""
     choices = HydraConfig.get().runtime.choices
-    smoke = bool(build_model(cfg).describe().get("smoke", False))
+    label = "smoke" if description.get("smoke") else "test" if description.get("test") else "full"
     return {
         "bench": choices.get("bench"),
         "method": choices.get("method"),
         "model": choices.get("model"),
-        "label": "smoke" if smoke else "full",
+        "label": label,
     }
+
+
+def play(cfg: DictConfig) -> Summary:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    prepared = preflight(plain)
+    identity = run_identity(plain, prepared.description)
+    hydra_cfg = HydraConfig.get()
+    runs = RunIndex(Path(hydra_cfg.runtime.output_dir))
+    run_dir = runs.folder_for(identity, list(hydra_cfg.overrides.task))
+    print(f"run folder: {run_dir} (fingerprint {identity.short}; runs here: {runs.path})", flush=True)
+    labels = run_labels(plain, dict(prepared.description))
+    summary = run(plain, run_dir, labels, prepared=prepared, identity=identity)
+    redactor = redactor_for(plain)
+    print(redactor.text(format_table([summary])))
+    for extra in (format_notes(summary), format_errors(summary, run_dir)):
+        if extra:
+            print(redactor.text(extra))
+    print(f"results: {run_dir}")
+    return summary
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> Summary:
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        summary = run(plain, run_dir, run_labels(plain))
-    except Unsupported as refusal:
-        raise SystemExit(f"error: {refusal}") from None
-    print(format_table([summary]))
-    print(f"results: {run_dir}")
+        summary = play(cfg)
+    except REFUSALS as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    except (RunInterrupted, KeyboardInterrupt) as error:
+        print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)  # threads still playing an episode must not hold the exit; saved rows are on disk
+    if summary.episodes and summary.errors == summary.episodes:
+        print("error: every episode errored (causes above)", file=sys.stderr, flush=True)
+        raise SystemExit(1)
     return summary
 
 
@@ -59,4 +108,5 @@ class SweepTable(Callback):
 
 
 if __name__ == "__main__":
+    sys.argv = [sys.argv[0], *settable(sys.argv[1:])]
     main()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import traceback
+from typing import Any
 
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import REPAIR_REQUEST
@@ -34,6 +36,13 @@ def decide(method: Method, model: Model, obs: Observation, log: Transcript, turn
     return None
 
 
+def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
+    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
+    record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
+    log.write("context_error", **record, traceback=traceback.format_exc())
+    return record
+
+
 def play(
     task: Task,
     env: Env,
@@ -55,6 +64,7 @@ def play(
     log.write("reset", task=task, observation=obs)
     method.start(task, brief, obs)
     turn = steps = meta_actions = spent = meta_in_turn = 0
+    context_errors: list[dict[str, Any]] = []
     while turn < max_turns and not obs.done:
         if turn == max_turns - 1 and brief.final_turn_note and brief.final_turn_note not in obs.notes:
             obs = dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
@@ -77,12 +87,23 @@ def play(
         after = env.step(decision.action)
         steps += 1
         log.write("step", turn=turn, thought=decision.thought, action=decision.action, observation=after)
-        record = method.update(Step(turn, obs, decision, after))
+        try:
+            record = method.update(Step(turn, obs, decision, after))
+        except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
+            if not (after.done or turn == max_turns - 1):
+                raise
+            record = None
+            context_errors.append(context_error(turn, "update", error, log))
         if record:
             log.write("memory", turn=turn, record=record)
         obs = after
         turn += 1
     score = env.score()
+    try:
+        report = dict(method.report())
+    except Exception as error:  # noqa: BLE001 - SPEC-POS §5.5: a failed export keeps the outcome
+        report = {}
+        context_errors.append(context_error(turn, "export", error, log))
     result = EpisodeResult(
         task_id=task.id,
         status="done",
@@ -93,7 +114,8 @@ def play(
         steps=steps,
         meta_actions=meta_actions,
         spent_turns=spent,
-        report=dict(method.report()),
+        report=report,
+        context_errors=tuple(context_errors),
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -12,6 +13,50 @@ from pos_bench.types import Action, Decision, Observation, ToolCall
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
+MAX_PARSE_CHARS = 64_000
+"""Reply characters looked at; a longer reply is cut there (every real decision or belief delta is far smaller)."""
+MAX_OBJECT_STARTS = 32
+"""`{` positions tried per candidate, so a reply of many braces costs bounded time."""
+
+
+MAX_DEPTH = 64
+"""Nesting levels a reply object may have; no decision or belief record comes near it, and validating (or
+printing) a deeper one costs time for nothing."""
+
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+"""A JSON string (skipped whole) or a bracket."""
+
+
+def opens_too_deep(text: str, start: int, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text at `start` nests deeper than `limit` before it closes. Checked on the text, so a
+    deep reply is refused without decoding it (decoding thousands of levels costs tens of milliseconds)."""
+    depth = 0
+    for token in _TOKEN.finditer(text, start):
+        kind = token.group()
+        if kind in "{[":
+            depth += 1
+            if depth > limit:
+                return True
+        elif kind in "}]":
+            depth -= 1
+            if depth <= 0:
+                return False
+    return False
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests dicts/lists more than `limit` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
 
 @dataclass(frozen=True)
 class ParseFailure:
@@ -21,15 +66,23 @@ class ParseFailure:
 
 
 def extract_json_object(text: str) -> Mapping[str, Any] | None:
-    """The first JSON object in `text`, tolerating code fences and prose around it."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    """The first JSON object in `text`, tolerating code fences and prose around it.
+
+    Total: any string (megabytes, deep nesting, lone surrogates) gives an object or `None` in bounded time."""
+    text = text[:MAX_PARSE_CHARS]
+    candidates = [m.group(1) for m in _FENCE.finditer(text)][:4] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
-        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+        starts = [m.start() for m in itertools.islice(re.finditer(r"\{", candidate), MAX_OBJECT_STARTS)]
+        for start in starts:
+            if opens_too_deep(candidate, start):
+                break  # every later start lies inside the same too-deep nesting
             try:
-                value, _ = decoder.raw_decode(candidate[start:])
-            except json.JSONDecodeError:
+                value, _ = decoder.raw_decode(candidate, start)
+            except ValueError:  # JSONDecodeError and UnicodeError are ValueErrors
                 continue
+            except RecursionError:
+                break  # every later start lies inside the same too-deep nesting
             if isinstance(value, dict):
                 return value
     return None
@@ -41,8 +94,8 @@ def _as_action(raw: Any, obs: Observation) -> Action | ParseFailure:
             arguments = raw.get("arguments", {})
             if isinstance(arguments, str):
                 try:
-                    arguments = json.loads(arguments) if arguments.strip() else {}
-                except json.JSONDecodeError:
+                    arguments = json.loads(arguments[:MAX_PARSE_CHARS]) if arguments.strip() else {}
+                except (ValueError, RecursionError):
                     return ParseFailure("the tool arguments are not a JSON object")
             if not isinstance(arguments, dict):
                 return ParseFailure("the tool arguments are not a JSON object")
@@ -66,6 +119,8 @@ def parse_decision(
     payload = extract_json_object(text)
     if payload is None:
         return ParseFailure("the reply is not a JSON object")
+    if too_deep(payload):
+        return ParseFailure(f"the JSON object is nested deeper than {MAX_DEPTH} levels")
     if "action" not in payload:
         return ParseFailure('the JSON object has no "action" key')
     action = _as_action(payload["action"], obs)

@@ -8,11 +8,6 @@ from typing import Any, Protocol, Self, runtime_checkable
 from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
 
 
-class Unsupported(ValueError):
-    """This benchmark × method pair cannot play at all (not a failure of one episode): the runner stops the run
-    with this one sentence instead of recording the same error for every episode."""
-
-
 @runtime_checkable
 class Model(Protocol):
     """Turns a prompt into a reply. Methods label each call with a `role` for per-role accounting."""
@@ -82,6 +77,12 @@ class Method(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
+    def unsupported(self, first: Observation) -> str | None:
+        """One sentence saying why this method cannot play an episode that opens with `first` (e.g. it needs
+        commands and the benchmark offers tools), or None. The runner asks before the first episode, so an
+        unsupported benchmark × method pair stops the run at once instead of failing every episode."""
+        ...
+
     def start(self, task: Task, brief: Brief, first: Observation) -> None: ...
 
     def prompt(self, obs: Observation) -> Prompt | Decision:
@@ -104,6 +105,9 @@ class MethodBase:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        return None
+
+    def unsupported(self, first: Observation) -> str | None:
         return None
 
     def report(self) -> Mapping[str, Any]:

@@ -1,33 +1,42 @@
-"""Tasks → skip finished → parallel episodes → `results.jsonl` (one writer) → summary.
+"""Pre-flight checks → lock the run folder → skip finished tasks → episodes on worker slots → `results.jsonl`
+(one writer) → summary.
 
 Only plain config dicts and `EpisodeResult`s cross process boundaries; every worker builds its own
-benchmark, env, model and method, and a fresh method for each episode.
+benchmark, env, model and method, and a fresh method for each episode. `episodes()` is the one place that
+decides where episodes run, so another backend slots in there.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import re
 import shutil
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
 from hydra.utils import instantiate
-from joblib import Parallel, delayed
-from tqdm import tqdm
 
+from pos_bench.identity import RunIdentity, check_folder, run_identity
 from pos_bench.loop import play
+from pos_bench.models.cache import CacheConfig, ResponseStore
+from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model, Unsupported
-from pos_bench.summary import Summary, summarize, write_summary
-from pos_bench.transcript import Recorded, Transcript, write_result
-from pos_bench.types import EpisodeResult, Task, result_from_json, to_jsonable
+from pos_bench.preflight import ConfigError, check_config
+from pos_bench.progress import Progress
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.redact import redactor_for
+from pos_bench.results import ResultsFile
+from pos_bench.summary import Price, Summary, summarize, write_summary
+from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
+from pos_bench.types import EpisodeResult, Observation, Task, result_from_json, result_row
+from pos_bench.workers import play_all
 
 
 @dataclass(frozen=True)
@@ -35,10 +44,11 @@ class RunnerConfig:
     n_jobs: int = 1
     """Episodes in flight at once."""
     backend: str = "loky"
-    """joblib backend: `loky` (processes, for CPU-bound engines and local models) or `threading`
-    (for remote endpoints, where episodes mostly wait on the network)."""
-    retry_errors: bool = False
-    """On resume, play again the episodes that ended in an error (their old lines are dropped)."""
+    """`loky` (one worker process per slot, for CPU-bound engines and local models) or `threading` (for remote
+    endpoints, where episodes mostly wait on the network)."""
+    retry_errors: bool = True
+    """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
+    them as finished."""
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
@@ -52,8 +62,19 @@ class RunnerConfig:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
 
-def episode_dir(run_dir: Path, task_id: str) -> Path:
-    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+RECORDS = {"runner": RunnerConfig, "retry": RetryPolicy, "cache": CacheConfig, "prices": Price}
+"""The plain config nodes and the records that validate them."""
+
+
+class RunLocked(RuntimeError):
+    """Another process is writing the same run folder."""
+
+
+class RunInterrupted(RuntimeError):
+    """Ctrl-C stopped the run; finished episodes are saved."""
+
+
+WATCHER = "pos_bench-parent-watcher"
 
 
 def exit_with_parent(parent_pid: int) -> None:
@@ -67,25 +88,33 @@ def exit_with_parent(parent_pid: int) -> None:
 
     def watch() -> None:
         while os.getppid() == parent_pid:
-            time.sleep(1.0)
+            time.sleep(0.2)
         os._exit(1)
 
     threading.Thread(target=watch, name=WATCHER, daemon=True).start()
 
 
-WATCHER = "pos_bench-parent-watcher"
+def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | None = None) -> EpisodeResult:
+    return EpisodeResult(
+        task_id=task.id,
+        status="error",
+        error=f"{type(error).__name__}: {error}"[:4000],
+        usage=dict(usage or {}),
+        task_meta=dict(task.meta),
+    )
 
 
 def run_episode(
     cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
 ) -> EpisodeResult:
-    """Play one task in isolation: any exception becomes an `error` result, never a crashed run, except
-    `Unsupported`, which stops the run (the pair cannot play any episode)."""
+    """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
+    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
     if parent_pid is not None:
         exit_with_parent(parent_pid)
+    redactor = redactor_for(cfg)
     folder = episode_dir(run_dir, task.id)
     shutil.rmtree(folder, ignore_errors=True)  # leftovers of an episode killed mid-way
-    log = Transcript(folder / "events.jsonl", keep=False)
+    log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
     model: Recorded | None = None
     try:
         benchmark = instantiate(cfg["bench"], _convert_="all")
@@ -106,22 +135,15 @@ def run_episode(
         finally:
             env.close()
         result = replace(result, usage=dict(model.usage))
-    except Unsupported:
-        log.close()
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
-        result = EpisodeResult(
-            task_id=task.id,
-            status="error",
-            error=f"{type(error).__name__}: {error}",
-            usage=dict(model.usage) if model else {},
-            task_meta=dict(task.meta),
-        )
-    write_result(folder / "result.json", result)
+        result = error_result(task, error, model.usage if model else None)
+    try:
+        write_result(folder / "result.json", result, redactor)
+    except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
+        log.write("error", error=f"result.json not written: {type(error).__name__}: {error}")
     log.close()
-    return result
+    return result_from_json(redactor.value(result_row(result)))
 
 
 def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
@@ -129,7 +151,7 @@ def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
     if not expert:
         return benchmark.make_env(model)
     if not isinstance(benchmark, ExpertBenchmark):
-        raise Unsupported(no_expert(benchmark))
+        raise ValueError(no_expert(benchmark))  # noqa: TRY004 - a config choice, not a programming error
     return benchmark.make_expert_env(model)
 
 
@@ -140,39 +162,14 @@ def no_expert(benchmark: Benchmark) -> str:
     )
 
 
-class ResultsFile:
-    """The run's append-only `results.jsonl`, written only by the parent process."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._drop_torn_tail()
-
-    def _drop_torn_tail(self) -> None:
-        """A run killed mid-write can leave a partial last line; cut it so resume sees whole records."""
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            self.path.write_bytes(data[: data.rfind(b"\n") + 1])
-
-    def read(self) -> list[EpisodeResult]:
-        if not self.path.exists():
-            return []
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        return [result_from_json(json.loads(line)) for line in lines if line.strip()]
-
-    def drop_errors(self) -> None:
-        kept = [r for r in self.read() if r.status != "error"]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(to_jsonable(r)) + "\n" for r in kept), encoding="utf-8")
-        tmp.replace(self.path)
-
-    def append(self, result: EpisodeResult) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(to_jsonable(result), ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+def episodes(
+    work: Callable[[Task], EpisodeResult],
+    tasks: list[Task],
+    runner: RunnerConfig,
+    tick: Callable[[list[Task]], None] | None = None,
+) -> Iterator[EpisodeResult]:
+    """Where episodes run: one result per task, in completion order; a dead worker costs its episode only."""
+    return play_all(work, tasks, n_jobs=runner.n_jobs, backend=runner.backend, tick=tick)
 
 
 def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
@@ -182,26 +179,116 @@ def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: 
     return [t for t in tasks if t.id not in finished]
 
 
-def run(cfg: Mapping[str, Any], run_dir: Path, labels: Mapping[str, Any]) -> Summary:
-    """Play every pending task of the configured benchmark and write the run's summary."""
-    runner = RunnerConfig(**cfg.get("runner", {}))
-    benchmark = instantiate(cfg["bench"], _convert_="all")
+@dataclass(frozen=True)
+class Prepared:
+    """What the pre-flight checks built: the task list and the model's identity."""
+
+    tasks: list[Task]
+    description: Mapping[str, Any]
+
+
+def preflight(cfg: Mapping[str, Any]) -> Prepared:
+    """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
+    check_config(cfg, RECORDS)
+    try:
+        benchmark = instantiate(cfg["bench"], _convert_="all")
+        tasks = list(benchmark.tasks())
+    except Exception as error:  # any failure here would fail every episode: report it once, with its cause
+        raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
-        raise Unsupported(no_expert(benchmark))
-    tasks = list(benchmark.tasks())
-    results = ResultsFile(run_dir / "results.jsonl")
-    todo = pending_tasks(tasks, results, retry_errors=runner.retry_errors)
-    meta = {"labels": dict(labels), "model": dict(build_model(cfg).describe()), "config": cfg}
-    write_result(run_dir / "run.json", meta)
-    jobs = (delayed(run_episode)(cfg, task, run_dir, os.getpid()) for task in todo)
-    parallel = Parallel(n_jobs=runner.n_jobs, backend=runner.backend, return_as="generator_unordered")
-    bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), disable=not runner.progress, desc="episodes")
-    with bar:
-        for result in parallel(jobs):
-            results.append(result)
-            bar.update(1)
-            bar.set_postfix(success=result.success, status=result.status)
-    wanted = {t.id for t in tasks}
-    summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
-    write_summary(run_dir / "summary.json", summary)
+        raise ConfigError(no_expert(benchmark))
+    try:
+        model = build_model(cfg)
+        description = dict(model.describe())
+        method = instantiate(cfg["method"], _convert_="all")(model=model)
+    except Exception as error:
+        raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
+    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    if problem:
+        raise ConfigError(problem)
+    cache = CacheConfig(**(cfg.get("cache") or {}))
+    if cache.mode != "off":
+        ResponseStore(cache.path, timeout=5.0).check()
+    return Prepared(tasks, description)
+
+
+def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
+    """The opening observation of the first task, for the method's `unsupported` check (no action taken)."""
+    env = benchmark.make_env(model)
+    try:
+        return env.reset(tasks[0])
+    finally:
+        env.close()
+
+
+@contextmanager
+def writer_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock: a second process on the same folder is refused, never a second writer."""
+    owner = run_dir / ".writer"
+    lock = FileLock(run_dir / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = owner.read_text().strip() if owner.is_file() else "unknown"
+        raise RunLocked(
+            f"another pos_bench process ({holder}) is writing {run_dir}; nothing was run. Wait for it to finish "
+            "(then rerun this command to resume) or stop it."
+        ) from None
+    try:
+        owner.write_text(f"pid {os.getpid()}")
+        yield
+    finally:
+        lock.release()
+
+
+def run(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    labels: Mapping[str, Any],
+    *,
+    prepared: Prepared | None = None,
+    identity: RunIdentity | None = None,
+) -> Summary:
+    """Play every pending task of the configured benchmark and write the run's summary."""
+    prepared = prepared or preflight(cfg)
+    identity = identity or run_identity(cfg, prepared.description)
+    runner = RunnerConfig(**cfg.get("runner", {}))
+    redactor = redactor_for(cfg)
+    check_folder(run_dir, identity)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with writer_lock(run_dir):
+        results = ResultsFile(run_dir / "results.jsonl", redactor)
+        todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors)
+        meta = {
+            "labels": dict(labels),
+            "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
+            "model": prepared.description,
+            "config": cfg,
+        }
+        write_result(run_dir / "run.json", meta, redactor)
+        work = functools.partial(run_episode, cfg, run_dir=run_dir, parent_pid=os.getpid())
+        total = len(prepared.tasks)
+        progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+        try:
+            for result in episodes(work, todo, runner, tick=progress.tick):
+                record(results, result)
+                progress.finished(result)
+        except KeyboardInterrupt:
+            raise RunInterrupted(
+                f"interrupted: {progress.saved} of {total} episodes "
+                f"are saved in {run_dir}; run the same command again to resume."
+            ) from None
+        finally:
+            progress.close()
+        wanted = {t.id for t in prepared.tasks}
+        summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
+        write_summary(run_dir / "summary.json", summary, redactor)
     return summary
+
+
+def record(results: ResultsFile, result: EpisodeResult) -> None:
+    """Append `result`; a result that cannot be written becomes an `error` row, so the run goes on."""
+    try:
+        results.append(result)
+    except (TypeError, ValueError, UnicodeError) as error:
+        results.append(error_result(Task(result.task_id, meta=result.task_meta), error))

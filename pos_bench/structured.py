@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pos_bench.parse import extract_json_object
+from pos_bench.parse import MAX_DEPTH, extract_json_object, too_deep
 from pos_bench.protocols import Model
 from pos_bench.types import Message, Prompt
 
@@ -34,14 +34,19 @@ class StructuredFailure:
     replies: tuple[str, ...]
 
 
-def _problem_of(text: str, output: type[T], check: Callable[[T], str | None] | None) -> T | str:
+def read_structured(text: str, output: type[T], check: Callable[[T], str | None] | None = None) -> T | str:
+    """One reply → an `output` object, or the problem with it. Total, like `extract_json_object`."""
     payload = extract_json_object(text)
     if payload is None:
         return "the reply was not valid JSON"
+    if too_deep(payload):
+        return f"the JSON object is nested deeper than {MAX_DEPTH} levels"
     try:
         value = output.model_validate(payload)
     except ValidationError as error:
-        return f"schema error: {error}"
+        return f"schema error: {str(error)[:2000]}"
+    except RecursionError:
+        return "the JSON object is nested too deeply"
     problem = check(value) if check else None
     return value if problem is None else problem
 
@@ -63,7 +68,7 @@ def ask(
     for _ in range(max_repairs + 1):
         reply = model.generate(prompt, role=role)
         replies.append(reply.text)
-        result = _problem_of(reply.text, output, check)
+        result = read_structured(reply.text, output, check)
         if not isinstance(result, str):
             return result
         problem = result

@@ -15,9 +15,26 @@ from typing import Any
 
 import pandas as pd
 
+from pos_bench.redact import NO_SECRETS, Redactor
+from pos_bench.transcript import episode_dir, write_result
 from pos_bench.types import EpisodeResult, Usage, to_jsonable
 
 BENCHMARK_ROLE_PREFIX = "benchmark_"
+
+
+EXTRAS_NOTE = (
+    "extras are means over the episodes each one applies to, an errored episode counting as 0 (the same "
+    "denominator as success_rate)"
+)
+
+
+@dataclass(frozen=True)
+class ErrorCause:
+    cause: str
+    """The error's type and first line."""
+    count: int
+    example: str
+    """One task that failed this way (its transcript is `episodes/<task>/events.jsonl`)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,40 @@ class Summary:
     """Success rate per value of each task-meta key (e.g. task type, subset)."""
     cost: Mapping[str, float] = field(default_factory=dict)
     """Money spent per role over the run, from the optional `prices` table (empty without one)."""
+    error_causes: tuple[ErrorCause, ...] = ()
+    """The errors' causes, most common first."""
+    notes: tuple[str, ...] = (EXTRAS_NOTE,)
+
+
+def error_causes(results: Sequence[EpisodeResult]) -> tuple[ErrorCause, ...]:
+    causes: dict[str, list[str]] = {}
+    for r in results:
+        if r.status == "error":
+            first = (r.error or "unknown error").strip().splitlines()
+            causes.setdefault((first[0] if first else "unknown error")[:300], []).append(r.task_id)
+    ranked = sorted(causes.items(), key=lambda item: (-len(item[1]), item[0]))
+    return tuple(ErrorCause(cause, len(tasks), tasks[0]) for cause, tasks in ranked)
+
+
+def extra_means(results: Sequence[EpisodeResult]) -> dict[str, float]:
+    """Mean of each numeric extra. An extra reported only by episodes sharing a task-meta value (ClinDiag's
+    `accuracy_rare` on the rare subset) applies to the errored episodes with that value; each such errored
+    episode counts as 0, so every extra has the denominator `success_rate` has."""
+    done = [r for r in results if r.status != "error"]
+    errored = [r for r in results if r.status == "error"]
+    keys = sorted({k for r in done for k, v in r.extras.items() if isinstance(v, (int, float, bool))})
+    means = {}
+    for key in keys:
+        reporters = [r for r in done if isinstance(r.extras.get(key), (int, float, bool))]
+        others = [r for r in done if r not in reporters]
+        shared = dict(reporters[0].task_meta.items())
+        for r in reporters[1:]:
+            shared = {m: v for m, v in shared.items() if r.task_meta.get(m) == v}
+        scope = {m: v for m, v in shared.items() if all(o.task_meta.get(m) != v for o in others)}
+        misses = [e for e in errored if all(e.task_meta.get(m) == v for m, v in scope.items())]
+        values = [float(r.extras[key]) for r in reporters] + [0.0] * len(misses)
+        means[key] = _mean(values)
+    return means
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -88,13 +139,9 @@ def summarize(
         )
         for r in results
     ]
-    extra_keys = sorted(
-        {k for r in results for k, v in r.extras.items() if isinstance(v, (int, float, bool))}
-    )
-    extras = {
-        k: _mean([float(r.extras[k]) for r in results if isinstance(r.extras.get(k), (int, float, bool))])
-        for k in extra_keys
-    }
+    extras = extra_means(results)
+    if results and "model" in labels and not any(r.usage for r in results):
+        labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
     by_group: dict[str, dict[str, float]] = {}
     frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
     for key in [c for c in frame.columns if c != "_success"]:
@@ -114,11 +161,29 @@ def summarize(
         extras=extras,
         by_group=by_group,
         cost=role_cost(usage, prices or {}),
+        error_causes=error_causes(results),
     )
 
 
-def write_summary(path: Path, summary: Summary) -> None:
-    path.write_text(json.dumps(to_jsonable(summary), indent=1, ensure_ascii=False), encoding="utf-8")
+def write_summary(path: Path, summary: Summary, redactor: Redactor = NO_SECRETS) -> None:
+    write_result(path, summary, redactor)
+
+
+def format_notes(summary: Summary) -> str:
+    """The notes a reader of the table needs (how the extras are averaged), when the run has extras."""
+    return "\n".join(f"note: {note}" for note in summary.notes) if summary.extras else ""
+
+
+def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:
+    """The errors' most common causes, with one example transcript; empty when nothing errored."""
+    if not summary.errors:
+        return ""
+    lines = [f"{summary.errors} of {summary.episodes} episodes errored; most common causes:"]
+    for cause in summary.error_causes[:top]:
+        lines.append(f"  {cause.count}x {cause.cause}")
+    first = summary.error_causes[0]
+    lines.append(f"  example transcript: {episode_dir(run_dir, first.example) / 'events.jsonl'}")
+    return "\n".join(lines)
 
 
 def read_summary(path: Path) -> dict[str, Any]:

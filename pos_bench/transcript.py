@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pos_bench.protocols import Model
+from pos_bench.redact import NO_SECRETS, Redactor
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
+
+
+def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
+    """One JSON document of `data`, secrets redacted; a value JSON cannot hold is written as its `str`, and
+    a lone surrogate is escaped, so writing a record never fails."""
+    return json.dumps(redactor.value(to_jsonable(data)), default=str, **options)
+
+
+def episode_dir(run_dir: Path, task_id: str) -> Path:
+    """The folder of one episode's files inside a run folder."""
+    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
 
 
 class Transcript:
     """An append-only event log for one episode. `path=None` keeps events in memory only (tests, benches)."""
 
-    def __init__(self, path: Path | None = None, *, keep: bool = True):
+    def __init__(self, path: Path | None = None, *, keep: bool = True, redactor: Redactor = NO_SECRETS):
         self.path = path
+        self.redactor = redactor
         self.events: list[dict[str, Any]] = []
         self._keep = keep
         self._file = None
@@ -29,7 +43,7 @@ class Transcript:
         if self._keep:
             self.events.append(event)
         if self._file is not None:
-            self._file.write(json.dumps(event, ensure_ascii=False) + "\n")
+            self._file.write(dumps(event, self.redactor) + "\n")
             self._file.flush()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
@@ -56,7 +70,7 @@ class Recorded:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         started = time.perf_counter()
         try:
-            reply = self.inner.generate(prompt, role=role)
+            reply = without_surrogates(self.inner.generate(prompt, role=role))
         except Exception as error:
             self.transcript.write(
                 "call_error", role=role, prompt=prompt, error=f"{type(error).__name__}: {error}"
@@ -75,8 +89,15 @@ class Recorded:
         return reply
 
 
-def write_result(path: Path, data: Mapping[str, Any]) -> None:
-    """Write `result.json` atomically, so a killed run never leaves a half-written result."""
+def without_surrogates(reply: Reply) -> Reply:
+    """`reply` with lone surrogate code points (which no UTF-8 file or request body can carry) replaced by
+    `?`, so one odd reply costs a parse failure at most, never the episode."""
+    clean = reply.text.encode("utf-8", "replace").decode("utf-8")
+    return reply if clean == reply.text else Reply(clean, reply.usage, reply.cached)
+
+
+def write_result(path: Path, data: Any, redactor: Redactor = NO_SECRETS) -> None:
+    """Write a JSON file atomically, so a killed run never leaves a half-written one."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(to_jsonable(data), indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(dumps(data, redactor, indent=1), encoding="utf-8")
     tmp.replace(path)

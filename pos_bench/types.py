@@ -165,6 +165,9 @@ class EpisodeResult:
     task_meta: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    context_errors: tuple[Mapping[str, Any], ...] = ()
+    """Method failures on the terminal transition or in `report()` that kept the env outcome (SPEC-POS §5.5):
+    `{step, phase: update | export, error_type, error}`."""
 
 
 def to_jsonable(value: Any) -> Any:
@@ -177,7 +180,18 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((to_jsonable(v) for v in value), key=repr)
     return value
+
+
+ROW_OMITS = ("report", "final_observation", "seconds")
+"""`EpisodeResult` fields kept in the episode's `result.json` only, never in the compact `results.jsonl` row."""
+
+
+def result_row(result: EpisodeResult) -> dict[str, Any]:
+    """The compact `results.jsonl` row of a result: outcome, counts, tokens per role, error."""
+    return {k: v for k, v in to_jsonable(result).items() if k not in ROW_OMITS}
 
 
 def usage_from_json(data: Mapping[str, Any]) -> Usage:
@@ -191,4 +205,5 @@ def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:
     fields = {f.name for f in dataclasses.fields(EpisodeResult)}
     values = {k: v for k, v in data.items() if k in fields}
     values["usage"] = {role: usage_from_json(u) for role, u in data.get("usage", {}).items()}
+    values["context_errors"] = tuple(data.get("context_errors", ()))
     return EpisodeResult(**values)

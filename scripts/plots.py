@@ -1,6 +1,7 @@
-"""Write the ablation figure and the tokens-per-role figure from the paper's numbers and this project's runs.
+"""Write the figures: ablations, tokens per role, Figure 3 (trapping incidence; pattern × dimension) and
+Figure 4 (success per LOCA length), from the paper's numbers and this project's runs.
 
-python scripts/plots.py [--results results] [--spec ../shared/spec] [--out results/figures]
+python scripts/plots.py [RUN_DIR_OR_RESULTS_ROOT ...] [--spec ../shared/spec] [--out results/figures]
 """
 
 from __future__ import annotations
@@ -8,8 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pos_bench.analysis.plots import ablation_plot, tokens_plot
-from pos_bench.analysis.tables import load_paper, load_runs
+from pos_bench.analysis.collect import collect, write_figures
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,15 +18,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--results", type=Path, default=REPO / "results")
+    parser.add_argument("runs", nargs="*", type=Path, default=[REPO / "results"])
     parser.add_argument("--spec", type=Path, default=REPO.parent / "shared" / "spec")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "figures")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = load_runs(args.results)
-    print(ablation_plot(load_paper(args.spec / "paper_results.csv"), runs, args.out / "ablations.png"))
-    if not runs.empty:
-        print(tokens_plot(runs, args.out / "tokens_per_role.png"))
+    written, skipped = write_figures(collect(args.runs, args.spec), args.out)
+    for path in written:
+        print(path)
+    for reason in skipped:
+        print(f"skipped: {reason}")
 
 
 if __name__ == "__main__":

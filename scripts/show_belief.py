@@ -1,7 +1,7 @@
 """Render one PoS episode's belief trajectory as readable text: per step the action, audit verdict, progress,
 health, diagnosis, recovery directive and tokens per role, then the committed belief.
 
-    .venv/bin/python scripts/show_belief.py results/toy/pos/scripted/episodes/toy__000 [--worlds]
+    .venv/bin/python scripts/show_belief.py results/toy/pos/scripted/<run>/episodes/toy__000 [--worlds]
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def belief_lines(belief: dict[str, Any]) -> list[str]:
 def render(folder: Path, *, worlds: bool) -> str:
     tokens: dict[str, int] = defaultdict(int)
     lines: list[str] = []
-    result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    done = folder / "result.json"
+    # an episode still running (or killed mid-way) has events but no result.json yet
+    result = json.loads(done.read_text(encoding="utf-8")) if done.exists() else {}
     history = result.get("report", {}).get("belief_update_history", [])
     if history and worlds:
         lines += ["step -1 (init):", *belief_lines(history[0]["final_belief"])]
@@ -62,6 +64,9 @@ def render(folder: Path, *, worlds: bool) -> str:
             tokens.clear()
         elif event["kind"] == "error":
             lines.append(f"ERROR {event['error']}")
+    if not result:
+        lines.append("\noutcome: none yet (no result.json: the episode is still running or was killed)")
+        return "\n".join(lines)
     lines.append(
         f"\noutcome: status={result.get('status')} success={result.get('success')} steps={result.get('steps')}"
     )

@@ -1,6 +1,8 @@
-"""Print the paper's Table 1 (and Table 2) beside this project's runs.
+"""Print Table 1 (paper beside ours: n, Wilson and cluster-bootstrap 95% intervals, flags), the gain over the
+strongest baseline, ablation drops, paired comparisons (McNemar, Holm, MDE), Table 2 and the runs index.
 
-python scripts/tables.py [--results results] [--spec ../shared/spec] [--backbone qwen=Qwen3.7-Plus] [--csv out.csv]
+python scripts/tables.py [RUN_DIR_OR_RESULTS_ROOT ...] [--spec ../shared/spec] [--backbone qwen=Qwen3.7-Plus]
+                         [--csv-dir DIR]
 """
 
 from __future__ import annotations
@@ -8,9 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pandas as pd
-
-from pos_bench.analysis.tables import DEFAULT_BACKBONES, load_paper, load_runs, side_by_side, token_table
+from pos_bench.analysis.collect import collect, text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,26 +19,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--results", type=Path, default=REPO / "results")
+    parser.add_argument("runs", nargs="*", type=Path, default=[REPO / "results"])
     parser.add_argument("--spec", type=Path, default=REPO.parent / "shared" / "spec")
     parser.add_argument("--backbone", action="append", default=[], help="model=Paper backbone")
-    parser.add_argument("--csv", type=Path, help="also write Table 1 here")
+    parser.add_argument("--csv-dir", type=Path, help="also write every table as CSV here")
     args = parser.parse_args()
-    backbones = dict(DEFAULT_BACKBONES, **dict(item.split("=", 1) for item in args.backbone))
-    paper_csv = args.spec / "paper_results.csv"
-    if not paper_csv.exists():
-        raise SystemExit(f"paper_results.csv not found at {paper_csv}; pass --spec DIR")
-    runs = load_runs(args.results)
-    table = side_by_side(load_paper(paper_csv), runs, backbones)
-    with pd.option_context("display.width", 250, "display.max_columns", 50):
-        print("Table 1: success / accuracy (%), paper vs ours\n")
-        print(table.to_string(na_rep="–"))
-        tokens_csv = args.spec / "paper_tokens.csv"
-        if tokens_csv.exists():
-            print("\nTable 2: tokens per episode (thousands)\n")
-            print(token_table(pd.read_csv(tokens_csv), runs).to_string(na_rep="–"))
-    if args.csv:
-        table.to_csv(args.csv)
+    tables = collect(args.runs, args.spec, dict(item.split("=", 1) for item in args.backbone))
+    print(text(tables))
+    if args.csv_dir:
+        args.csv_dir.mkdir(parents=True, exist_ok=True)
+        for name, frame in tables.frames().items():
+            frame.to_csv(args.csv_dir / f"{name}.csv", index=False)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
-from pos_bench.protocols import Benchmark, Method, Model, Unsupported
+from pos_bench.preflight import ConfigError
+from pos_bench.protocols import Benchmark, Method, Model
 from pos_bench.runner import run
 from tests.conftest import REPO
 
@@ -136,18 +137,15 @@ def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(
     monkeypatch.setenv("ALFWORLD_DATA", str(shared / "benchmarks" / "alfworld"))
     monkeypatch.setenv("CLINDIAG_DATA", str(shared / "benchmarks" / "clindiag"))
     if bench in NOT_STAGED and not os.environ.get(NOT_STAGED[bench]):
-        with pytest.raises((FileNotFoundError, Unsupported)) as stop:
+        with pytest.raises(ConfigError) as stop:
             play_pair(bench, method, tmp_path)
         assert not (tmp_path / "results.jsonl").exists()
-        if isinstance(stop.value, Unsupported):
-            assert unsupported(bench, method)
-            return
         assert NOT_STAGED[bench] in str(stop.value)
         pytest.skip(
             f"{bench} data absent (${NOT_STAGED[bench]} unset): checked the run stops before any episode"
         )
     if unsupported(bench, method):
-        with pytest.raises(Unsupported) as refusal:
+        with pytest.raises(ConfigError) as refusal:
             play_pair(bench, method, tmp_path)
         sentence = str(refusal.value)
         assert f"method={method}" in sentence and sentence.endswith(".") and "\n" not in sentence

@@ -15,6 +15,7 @@ CORE_ALLOWED = {
     "pos_bench.parse",
     "pos_bench.structured",
     "pos_bench.weights",
+    "pos_bench.redact",
     "pos_bench.extras",
 }
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]

@@ -1,13 +1,18 @@
-"""The command line: compose, run, print; resume; sweeps; clear errors on bad choices."""
+"""The command line: compose, run, print; resume; sweeps; clear errors on bad choices and values."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 from tests.conftest import REPO
 
 
-def cli(*args, check=True):
+def cli(*args, check=True, env=None):
     return subprocess.run(
         [sys.executable, "-m", "pos_bench", *args],
         cwd=REPO,
@@ -15,7 +20,19 @@ def cli(*args, check=True):
         text=True,
         check=check,
         timeout=300,
+        env=env,
     )
+
+
+def runs(root, choices):
+    """The run folders under `<root>/<bench>/<method>/<model>/`, from its index."""
+    index = root / choices / "index.json"
+    return [root / choices / e["folder"] for e in json.loads(index.read_text())] if index.exists() else []
+
+
+def only_run(root, choices):
+    (folder,) = runs(root, choices)
+    return folder
 
 
 def test_run_prints_the_summary_table(tmp_path):
@@ -23,8 +40,9 @@ def test_run_prints_the_summary_table(tmp_path):
         "bench=toy", "method=expert", "model=scripted", f"results_root={tmp_path}", "runner.progress=false"
     )
     assert "100.0%" in out.stdout and "expert" in out.stdout
-    summary = json.loads((tmp_path / "toy/expert/scripted/summary.json").read_text())
-    assert summary["labels"] == {"bench": "toy", "method": "expert", "model": "scripted", "label": "full"}
+    summary = json.loads((only_run(tmp_path, "toy/expert/scripted") / "summary.json").read_text())
+    # the expert never calls a model, and the scripted model is a test double
+    assert summary["labels"] == {"bench": "toy", "method": "expert", "model": "none", "label": "test"}
     assert summary["episodes"] == 8
 
 
@@ -39,11 +57,39 @@ def test_overrides_compose(tmp_path):
         f"results_root={tmp_path}",
         "runner.progress=false",
     )
-    ids = [
-        json.loads(x)["task_id"]
-        for x in (tmp_path / "toy/expert/scripted/results.jsonl").read_text().splitlines()
-    ]
-    assert sorted(ids) == ["toy/003", "toy/004"]
+    rows = (only_run(tmp_path, "toy/expert/scripted") / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["task_id"] for x in rows) == ["toy/003", "toy/004"]
+
+
+def test_keys_a_user_is_told_to_set_need_no_plus(tmp_path):
+    cli(
+        "bench=toy",
+        "bench.limit=1",
+        "method=raw",
+        "model=scripted",
+        "model.delay=0",
+        "retry.max_attempts=2",
+        "prices.default.input_per_mtok=1",
+        "prices.default.output_per_mtok=2",
+        f"results_root={tmp_path}",
+        "runner.progress=false",
+    )
+    summary = json.loads((only_run(tmp_path, "toy/raw/scripted") / "summary.json").read_text())
+    assert summary["cost"]["agent"] > 0
+
+
+def test_changed_settings_get_their_own_run_folder_and_n_jobs_does_not(tmp_path):
+    base = ["bench=toy", "bench.limit=1", "method=expert", "model=scripted", f"results_root={tmp_path}"]
+    cli(*base, "bench.max_turns=5", "runner.progress=false")
+    cli(*base, "bench.max_turns=5", "runner.progress=false", "runner.n_jobs=2")
+    assert len(runs(tmp_path, "toy/expert/scripted")) == 1
+    cli(*base, "bench.max_turns=6", "runner.progress=false")
+    folders = runs(tmp_path, "toy/expert/scripted")
+    assert len(folders) == 2 and folders[0].name.startswith("max_turns=5-")
+    index = json.loads((tmp_path / "toy/expert/scripted/index.json").read_text())
+    assert index[1]["differs_from"][0]["differs_in"] == ["bench.max_turns"]
+    for folder in folders:
+        assert len((folder / "results.jsonl").read_text().splitlines()) == 1
 
 
 def test_a_bad_choice_names_the_valid_ones(tmp_path):
@@ -52,16 +98,55 @@ def test_a_bad_choice_names_the_valid_ones(tmp_path):
     assert "no_such_method" in out.stderr and "raw" in out.stderr and "expert" in out.stderr
 
 
-def test_a_bad_value_fails_with_its_reason(tmp_path):
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("runner.n_jobs=0", "runner.n_jobs must be a positive number"),
+        ("runner.n_jobs=abc", "runner.n_jobs='abc': Input should be a valid integer"),
+        ("bench.limit=abc", "bench.limit='abc': Input should be a valid integer"),
+        ("bench.limit=1.5", "bench.limit=1.5: Input should be a valid integer"),
+        ("method.windw=3", "method.windw: not a setting of Expert"),
+    ],
+)
+def test_a_bad_value_stops_before_the_first_episode_naming_the_key(tmp_path, override, expected):
+    out = cli(
+        "bench=toy", "method=expert", "model=scripted", override, f"results_root={tmp_path}", check=False
+    )
+    assert out.returncode == 2 and expected in out.stderr
+    assert "Traceback" not in out.stderr and not list(tmp_path.rglob("results.jsonl"))
+
+
+def test_a_missing_api_key_stops_before_the_first_episode(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = cli(
         "bench=toy",
-        "method=expert",
-        "model=scripted",
-        "runner.n_jobs=0",
+        "method=raw",
+        "model=openai",
+        "model.api_key_env=NO_SUCH_KEY_VAR",
         f"results_root={tmp_path}",
         check=False,
+        env=env,
     )
-    assert out.returncode != 0 and "runner.n_jobs" in out.stderr
+    assert out.returncode == 2 and "NO_SUCH_KEY_VAR is unset or empty" in out.stderr
+
+
+def test_a_run_where_every_episode_errored_exits_nonzero_and_prints_the_cause(tmp_path):
+    out = cli(
+        "bench=toy",
+        "bench.limit=2",
+        "method=raw",
+        "model=openai",
+        "model.base_url=http://127.0.0.1:9/v1",
+        "model.api_key_env=null",
+        "retry.max_attempts=1",
+        "cache.mode=off",
+        f"results_root={tmp_path}",
+        "runner.progress=false",
+        check=False,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "2x RetryBudgetExhausted" in out.stdout and "example transcript:" in out.stdout
+    assert "every episode errored" in out.stderr
 
 
 def test_multirun_prints_one_row_per_method(tmp_path):
@@ -76,5 +161,33 @@ def test_multirun_prints_one_row_per_method(tmp_path):
     )
     sweep = out.stdout.split("== sweep ==")[1]
     assert "raw" in sweep and "expert" in sweep
-    assert (tmp_path / "toy/raw/scripted/summary.json").exists()
-    assert (tmp_path / "toy/expert/scripted/summary.json").exists()
+    assert (only_run(tmp_path, "toy/raw/scripted") / "summary.json").exists()
+    assert (only_run(tmp_path, "toy/expert/scripted") / "summary.json").exists()
+
+
+def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
+         "runner.n_jobs=2", "runner.progress=false", f"results_root={tmp_path}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.rglob("results.jsonl")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "run the same command again to resume" in err
+    folder = only_run(tmp_path, "toy/raw/scripted")
+    saved = len((folder / "results.jsonl").read_text().splitlines())
+    assert f"interrupted: {saved} of 8 episodes are saved" in err
+
+
+def test_extras_say_how_they_are_averaged(tmp_path):
+    out = cli("bench=rca_synthetic", "bench.limit=1", "method=raw", "model=scripted", f"results_root={tmp_path}",
+              "runner.progress=false")  # fmt: skip
+    assert (
+        "note: extras are means over the episodes each one applies to, an errored episode counting as 0"
+        in out.stdout
+    )

@@ -1,5 +1,8 @@
+from hypothesis import HealthCheck, given, settings
+
 from pos_bench.parse import ParseFailure, extract_json_object, parse_decision
 from pos_bench.types import Decision, Observation, ToolCall
+from tests.replies import parse_seconds, replies
 
 COMMANDS = Observation(text="", actions=("look", "go to desk 1"))
 TOOLS = Observation(text="", tools=({"type": "function", "function": {"name": "ask_history"}},))
@@ -46,3 +49,24 @@ def test_meta_actions_become_memory_operations():
 def test_extract_skips_broken_objects():
     assert extract_json_object('{broken {"a": 1}') == {"a": 1}
     assert extract_json_object("[1, 2]") is None
+
+
+def test_hostile_replies_are_parse_failures_in_bounded_time():
+    deep = "{" * 200_000
+    nested = '{"action":' * 5_000 + '"look"' + "}" * 5_000
+    for text in (deep, nested, "[" * 100_000, '{"thought": "x' + "y" * 3_000_000 + '", "action": "look"}'):
+        assert isinstance(parse_decision(text, COMMANDS), ParseFailure)
+        assert parse_seconds(lambda t: parse_decision(t, COMMANDS), text) < 0.05
+
+
+def test_a_lone_surrogate_still_parses():
+    decision = parse_decision('{"thought": "\ud800", "action": "look"}', COMMANDS)
+    assert decision == Decision(thought="\ud800", action="look")
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(replies())
+def test_any_reply_gives_a_decision_or_a_parse_failure(text):
+    for obs in (COMMANDS, TOOLS):
+        assert isinstance(parse_decision(text, obs, ("glimpse",)), (Decision, ParseFailure))
+        assert parse_seconds(lambda t, obs=obs: parse_decision(t, obs), text) < 0.05

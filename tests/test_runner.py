@@ -1,3 +1,4 @@
+import ctypes
 import json
 import os
 import signal
@@ -6,18 +7,27 @@ import sys
 import time
 
 import pytest
+from filelock import FileLock
 
+from pos_bench.identity import RunMismatch
+from pos_bench.preflight import ConfigError
 from pos_bench.protocols import MethodBase
-from pos_bench.runner import ResultsFile, run
+from pos_bench.results import ResultsError, ResultsFile
+from pos_bench.runner import RunLocked, run
 from tests.conftest import REPO
 
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
 EXPERT = {"_target_": "baselines.expert.Expert", "_partial_": True}
 
 
-def config(method=EXPERT, n_tasks=4, **runner):
+def config(method=EXPERT, n_tasks=4, limit=None, **runner):
     return {
-        "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": n_tasks, "max_turns": 10},
+        "bench": {
+            "_target_": "pos_bench.benchmarks.toy.ToyBenchmark",
+            "n_tasks": n_tasks,
+            "limit": limit,
+            "max_turns": 10,
+        },
         "method": method,
         "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
         "runner": {"n_jobs": 1, "backend": "threading", "progress": False, **runner},
@@ -33,18 +43,22 @@ def lines(path):
 def test_run_writes_results_transcripts_and_summary(tmp_path):
     summary = run(config(n_jobs=2, backend="loky"), tmp_path, {"bench": "toy", "method": "expert"})
     assert summary.episodes == 4 and summary.success_rate == 1.0
-    assert sorted(r["task_id"] for r in lines(tmp_path / "results.jsonl")) == [f"toy/00{i}" for i in range(4)]
+    rows = lines(tmp_path / "results.jsonl")
+    assert sorted(r["task_id"] for r in rows) == [f"toy/00{i}" for i in range(4)]
+    assert all("report" not in r and "final_observation" not in r for r in rows)  # compact rows
     episode = tmp_path / "episodes" / "toy__000"
-    assert json.loads((episode / "result.json").read_text())["success"] is True
+    full = json.loads((episode / "result.json").read_text())
+    assert full["success"] is True and "report" in full and full["final_observation"]
     kinds = [json.loads(x)["kind"] for x in (episode / "events.jsonl").read_text().splitlines()]
     assert kinds[0] == "reset" and "step" in kinds and kinds[-1] == "score"
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved["by_group"]["task_type"]["clean"] == 1.0
-    assert json.loads((tmp_path / "run.json").read_text())["model"]["provider"] == "scripted"
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["model"]["provider"] == "scripted" and len(meta["identity"]["fingerprint"]) == 64
 
 
 def test_rerun_resumes_without_replaying(tmp_path):
-    run(config(), tmp_path, {})
+    run(config(n_tasks=6, limit=4), tmp_path, {})
     stamp = (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns
     run(config(n_tasks=6), tmp_path, {})
     ids = [r["task_id"] for r in lines(tmp_path / "results.jsonl")]
@@ -52,13 +66,37 @@ def test_rerun_resumes_without_replaying(tmp_path):
     assert (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns == stamp
 
 
-def test_a_torn_last_line_is_dropped_and_replayed(tmp_path):
+def test_other_settings_in_the_same_folder_are_refused_with_the_differing_keys(tmp_path):
+    run(config(n_tasks=2), tmp_path, {})
+    changed = config(n_tasks=2)
+    changed["bench"]["max_turns"] = 3
+    with pytest.raises(RunMismatch, match="bench.max_turns"):
+        run(changed, tmp_path, {})
+    assert len(lines(tmp_path / "results.jsonl")) == 2
+
+
+def test_a_torn_last_line_is_moved_aside_with_a_warning_and_replayed(tmp_path, capsys):
     run(config(n_tasks=2), tmp_path, {})
     path = tmp_path / "results.jsonl"
     first, second = path.read_text().splitlines()
     path.write_text(first + "\n" + second[: len(second) // 2])
     run(config(n_tasks=2), tmp_path, {})
     assert sorted(r["task_id"] for r in lines(path)) == ["toy/000", "toy/001"]
+    assert "cut off" in capsys.readouterr().err
+    assert (tmp_path / "results.jsonl.torn").read_text() == second[: len(second) // 2]
+
+
+def test_a_bad_line_or_a_duplicated_task_stops_the_run_naming_the_line(tmp_path):
+    run(config(n_tasks=2), tmp_path, {})
+    path = tmp_path / "results.jsonl"
+    first, second = path.read_text().splitlines()
+    path.write_text(first + "\nnot json\n" + second + "\n")
+    with pytest.raises(ResultsError, match="line 2"):
+        run(config(n_tasks=2), tmp_path, {})
+    path.write_text(first + "\n" + second + "\n" + first + "\n")
+    with pytest.raises(ResultsError, match="twice"):
+        run(config(n_tasks=2), tmp_path, {})
+    assert len(path.read_text().splitlines()) == 3  # nothing rewritten
 
 
 class ExplodesOnTask1(MethodBase):
@@ -78,26 +116,109 @@ class ExplodesOnTask1(MethodBase):
         return None
 
 
-def test_an_exception_fails_one_episode_and_can_be_retried(tmp_path, monkeypatch):
+def test_an_exception_fails_one_episode_and_is_played_again_on_rerun(tmp_path, monkeypatch):
     method = {"_target_": "tests.test_runner.ExplodesOnTask1", "_partial_": True}
     summary = run(config(method, n_tasks=3), tmp_path, {})
     assert (summary.episodes, summary.errors, summary.successes) == (3, 1, 2)
     error = next(r for r in lines(tmp_path / "results.jsonl") if r["status"] == "error")
     assert "boom on purpose" in error["error"]
+    assert summary.error_causes[0].cause == "RuntimeError: boom on purpose"
+    assert summary.error_causes[0].example == "toy/001"
     events = (tmp_path / "episodes" / "toy__001" / "events.jsonl").read_text()
     assert "Traceback" in events
-    run(config(method, n_tasks=3), tmp_path, {})
-    assert len(lines(tmp_path / "results.jsonl")) == 3  # errors count as finished unless retried
+    run(config(method, n_tasks=3, retry_errors=False), tmp_path, {})
+    assert len(lines(tmp_path / "results.jsonl")) == 3  # the old switch keeps errors as finished
     monkeypatch.setenv("POS_BENCH_TEST_DEFUSE", "1")
-    summary = run(config(method, n_tasks=3, retry_errors=True), tmp_path, {})
+    summary = run(config(method, n_tasks=3), tmp_path, {})
     assert (summary.episodes, summary.errors, summary.successes) == (3, 0, 3)
     assert len(lines(tmp_path / "results.jsonl")) == 3
+
+
+class DiesOnTask1(ExplodesOnTask1):
+    """Kills its own worker process on one task, the way a segfault or the OOM killer would."""
+
+    def start(self, task, brief, first):
+        if task.id == "toy/001":
+            if os.environ.get("POS_BENCH_TEST_DEATH") == "segv":
+                ctypes.string_at(0)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("death", ["kill", "segv"])
+def test_a_dead_worker_costs_only_its_episode(tmp_path, monkeypatch, death):
+    monkeypatch.setenv("POS_BENCH_TEST_DEATH", death)
+    method = {"_target_": "tests.test_runner.DiesOnTask1", "_partial_": True}
+    summary = run(config(method, n_tasks=5, n_jobs=2, backend="loky"), tmp_path, {})
+    rows = {r["task_id"]: r for r in lines(tmp_path / "results.jsonl")}
+    assert len(rows) == 5 and summary.errors == 1 and summary.successes == 4
+    signal_name = "SIGKILL" if death == "kill" else "SIGSEGV"
+    assert rows["toy/001"]["status"] == "error" and signal_name in rows["toy/001"]["error"]
+    assert (tmp_path / "summary.json").is_file()
+
+
+class UnwritableReport(ExplodesOnTask1):
+    def start(self, task, brief, first):
+        pass
+
+    def report(self):
+        return {"seen": {"a", "b"}, "handle": object()}
+
+
+def test_a_report_json_cannot_hold_is_still_written(tmp_path):
+    method = {"_target_": "tests.test_runner.UnwritableReport", "_partial_": True}
+    summary = run(config(method, n_tasks=2, n_jobs=2, backend="loky"), tmp_path, {})
+    assert summary.errors == 0 and summary.successes == 2
+    report = json.loads((tmp_path / "episodes" / "toy__000" / "result.json").read_text())["report"]
+    assert report["seen"] == ["a", "b"] and report["handle"].startswith("<object")
+
+
+class FailsAtTheEnd(ExplodesOnTask1):
+    def start(self, task, brief, first):
+        pass
+
+    def update(self, step):
+        if step.after is not None and step.after.done:
+            raise RuntimeError("belief model down on the final step")
+
+    def report(self):
+        raise ValueError("export failed")
+
+
+def test_terminal_phase_failures_keep_the_outcome_and_record_the_phase(tmp_path):
+    method = {"_target_": "tests.test_runner.FailsAtTheEnd", "_partial_": True}
+    summary = run(config(method, n_tasks=1), tmp_path, {})
+    (row,) = lines(tmp_path / "results.jsonl")
+    assert row["status"] == "done" and row["success"] is True and summary.successes == 1
+    assert [(e["phase"], e["error_type"]) for e in row["context_errors"]] == [
+        ("update", "RuntimeError"),
+        ("export", "ValueError"),
+    ]
+
+
+def test_a_second_writer_on_the_same_folder_is_refused(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    with FileLock(tmp_path / ".lock"), pytest.raises(RunLocked, match="another pos_bench process"):
+        run(config(n_tasks=1), tmp_path, {})
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_a_config_error_stops_before_the_first_episode(tmp_path):
+    cfg = config({**RAW, "windw": 3}, n_tasks=1)
+    with pytest.raises(ConfigError, match="method.windw: not a setting of RawHistory"):
+        run(cfg, tmp_path, {})
+    assert not (tmp_path / "results.jsonl").exists()
 
 
 def test_results_file_reads_back_records(tmp_path):
     run(config(n_tasks=1), tmp_path, {})
     (result,) = ResultsFile(tmp_path / "results.jsonl").read()
     assert result.task_id == "toy/000" and result.usage == {}
+
+
+def run_results(root):
+    """The results.jsonl of the one run folder under `root`/toy/raw/scripted (created by the command)."""
+    found = sorted((root / "toy" / "raw" / "scripted").glob("*/results.jsonl"))
+    return found[0] if found else root / "toy" / "raw" / "scripted" / "missing" / "results.jsonl"
 
 
 def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
@@ -110,31 +231,30 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
         "bench.max_turns=4",
         "method=raw",
         "model=scripted",
-        "+model.delay=0.15",
+        "model.delay=0.15",
         f"results_root={tmp_path}",
         "runner.progress=false",
     ]
-    results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     deadline = time.time() + 120
-    while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+    while time.time() < deadline and (
+        not run_results(tmp_path).exists() or len(run_results(tmp_path).read_text().splitlines()) < 2
+    ):
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    results = run_results(tmp_path)
     finished = {r["task_id"]: r for r in lines(results)}
     assert 2 <= len(finished) < 6
-    stamps = {
-        t: (tmp_path / "toy/raw/scripted/episodes" / t.replace("/", "__") / "result.json").stat().st_mtime_ns
-        for t in finished
-    }
+    episodes = results.parent / "episodes"
+    stamps = {t: (episodes / t.replace("/", "__") / "result.json").stat().st_mtime_ns for t in finished}
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
     ids = [r["task_id"] for r in lines(results)]
     assert sorted(ids) == [f"toy/00{i}" for i in range(6)]
     for task_id, stamp in stamps.items():
-        path = tmp_path / "toy/raw/scripted/episodes" / task_id.replace("/", "__") / "result.json"
-        assert path.stat().st_mtime_ns == stamp
+        assert (episodes / task_id.replace("/", "__") / "result.json").stat().st_mtime_ns == stamp
 
 
 def test_a_price_table_gives_cost_per_role(tmp_path):
@@ -177,19 +297,21 @@ def test_workers_do_not_outlive_a_killed_run(tmp_path):
         "bench.max_turns=6",
         "method=raw",
         "model=scripted",
-        "+model.delay=0.3",
+        "model.delay=0.3",
         f"results_root={tmp_path}",
         "runner.progress=false",
         "runner.n_jobs=2",
         "runner.backend=loky",
     ]
-    results = tmp_path / "toy" / "raw" / "scripted" / "results.jsonl"
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     deadline = time.time() + 120
-    while time.time() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+    while time.time() < deadline and (
+        not run_results(tmp_path).exists() or len(run_results(tmp_path).read_text().splitlines()) < 2
+    ):
         time.sleep(0.1)
+    results = run_results(tmp_path)
     workers = children_of(proc.pid)
     assert workers
     os.kill(proc.pid, signal.SIGKILL)

@@ -163,3 +163,20 @@ def test_a_replay_miss_fails_loudly_and_names_the_request(stub, tmp_path):
     missed = [r for r in results(tmp_path / "replayed").values() if r["status"] == "error"]
     assert missed and summary.errors == len(missed)
     assert all("CacheMiss: replay cache miss" in r["error"] and "role agent" in r["error"] for r in missed)
+
+
+class EchoesTheKey(StubOpenAI):
+    """A server that refuses the key and quotes it back in the 401 body, as some do."""
+
+    def respond(self, path, body):
+        return 401, self.error_body(f"Incorrect API key provided: {self.headers[-1].get('authorization')}")
+
+
+def test_a_key_echoed_in_a_401_body_reaches_no_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("STUB_RUN_KEY", KEY)
+    with EchoesTheKey() as server:
+        summary = play(config(tmp_path, openai_node(server.url)), tmp_path / "run")
+    assert summary.errors == 6 and "401" in summary.error_causes[0].cause
+    assert_no_key_in(tmp_path)
+    written = [p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert sum("[redacted $STUB_RUN_KEY]" in text for text in written) >= 3  # the echo did reach the files

@@ -1,8 +1,10 @@
+from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel
 
 from pos_bench.models.scripted import ScriptedModel
-from pos_bench.structured import StructuredFailure, ask
+from pos_bench.structured import StructuredFailure, ask, read_structured
 from pos_bench.types import Message, Prompt
+from tests.replies import parse_seconds, replies
 
 PROMPT = Prompt(messages=(Message("user", "give me a count"),))
 
@@ -43,3 +45,17 @@ def test_no_repairs_means_one_call():
     model = ScriptedModel({"belief": ["not json"]})
     assert isinstance(ask(model, PROMPT, Count, role="belief", max_repairs=0), StructuredFailure)
     assert model.calls == {"belief": 1}
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(replies())
+def test_any_reply_gives_an_object_or_a_problem(text):
+    from pos_bench.pos.belief import BeliefDelta
+
+    for output in (Count, BeliefDelta):
+        assert isinstance(read_structured(text, output), (output, str))
+        assert parse_seconds(lambda t, output=output: read_structured(t, output), text) < 0.05
+
+
+def test_a_deeply_nested_reply_is_a_problem_not_a_crash():
+    assert isinstance(read_structured('{"count": ' + "[" * 50_000 + "]" * 50_000 + "}", Count), str)

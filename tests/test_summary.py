@@ -44,3 +44,33 @@ def test_extras_are_averaged_and_success_grouped_by_task_meta():
 def test_empty_run():
     summary = summarize([], {})
     assert summary.episodes == 0 and summary.success_rate == 0.0
+
+
+def test_an_errored_episode_counts_as_a_miss_in_the_extras_it_applies_to():
+    results = [
+        result("r1", success=True, extras={"accuracy_rare": True, "hit": True}, meta={"subset": "rare"}),
+        result("r2", status="error", meta={"subset": "rare"}),
+        result("c1", success=True, extras={"accuracy_challenging": True, "hit": True}, meta={"subset": "challenging"}),
+    ]  # fmt: skip
+    summary = summarize(results, {})
+    assert summary.extras == {"accuracy_rare": 0.5, "accuracy_challenging": 1.0, "hit": 2 / 3}
+    assert summary.success_rate == 2 / 3
+
+
+def test_error_causes_are_counted_most_common_first_with_an_example():
+    results = [
+        EpisodeResult("a", "error", error="AuthenticationError: 401 bad key\nbody…"),
+        EpisodeResult("b", "error", error="AuthenticationError: 401 bad key\nother body"),
+        EpisodeResult("c", "error", error="TimeoutError: slow"),
+    ]
+    summary = summarize(results, {"model": "openai"})
+    assert [(c.cause, c.count, c.example) for c in summary.error_causes] == [
+        ("AuthenticationError: 401 bad key", 2, "a"),
+        ("TimeoutError: slow", 1, "c"),
+    ]
+
+
+def test_a_run_that_never_called_a_model_is_not_labelled_with_one():
+    assert summarize([result("a", success=True)], {"model": "smollm2"}).labels == {"model": "none"}
+    used = {"agent": Usage(1, 1, 1)}
+    assert summarize([result("a", usage=used)], {"model": "smollm2"}).labels == {"model": "smollm2"}

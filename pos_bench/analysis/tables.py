@@ -1,22 +1,31 @@
-"""Paper tables side by side with this project's runs.
+"""Table 1 and Table 2 of the paper beside this project's runs, with n, 95% intervals, gains and ablation drops.
 
-Our numbers come from each run's `summary.json` under a results root (`<bench>/<method>/<model>/`); the
-paper's from `paper_results.csv` (Table 1 + Figure 3) and `paper_tokens.csv` (Table 2). A run on a
-smoke-test model keeps its `smoke` label in every column name, so it is never mistaken for a reproduction.
+The paper's numbers come from `paper_results.csv` (Table 1 + Figure 3) and `paper_tokens.csv` (Table 2); ours
+from run folders (`analysis.runs`). Every row of ours carries the run's flags (`smoke`, `rules`, `stand-in`,
+`errors`, `in progress`), so no number is mistaken for a reproduction.
+
+Gain over the strongest baseline (per benchmark and backbone): absolute = PoS − best baseline, in points;
+relative = absolute / best baseline × 100, in percent of the baseline's score. The specs do not pin the
+paper's wording of "relative gain"; this is the usual definition, applied the same way to the paper's rows.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from pos_bench.analysis.runs import Run, cluster_key
+from pos_bench.analysis.stats import cluster_bootstrap, wilson
+
 DEFAULT_BACKBONES = {"qwen": "Qwen3.7-Plus", "kimi": "Kimi-K3", "glm": "GLM-5.3"}
 """Model config name → the paper backbone it stands for (override with --backbone name=Backbone)."""
 
-BENCHMARK_ROLE_PREFIX = "benchmark_"
+BASELINES = ("raw", "acon", "pace", "hiagent", "lh_harness", "stateact", "reflact")
+"""Context-management baselines (the paper's five, then the optional two); the strongest is chosen from these."""
+POS = "pos"
+ABLATIONS = ("pos_no_consistency", "pos_no_trapping", "pos_generic_recovery")
 
 
 def load_paper(path: Path) -> pd.DataFrame:
@@ -27,60 +36,168 @@ def load_paper(path: Path) -> pd.DataFrame:
     return frame
 
 
-def load_runs(results_root: Path) -> pd.DataFrame:
-    """One row per run directory that has a summary.json."""
-    rows = []
-    for path in sorted(results_root.glob("*/*/*/summary.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        bench, method, model = path.parent.relative_to(results_root).parts
-        usage = data.get("usage", {})
-        episodes = max(int(data.get("episodes", 0)), 1)
-        row = {
-            "benchmark": data["labels"].get("bench", bench),
-            "method": data["labels"].get("method", method),
-            "model": data["labels"].get("model", model),
-            "label": data["labels"].get("label", "full"),
-            "episodes": int(data.get("episodes", 0)),
-            "errors": int(data.get("errors", 0)),
-            "value": 100.0 * float(data.get("success_rate", 0.0)),
-            "steps": float(data.get("mean_steps", 0.0)),
-            "method_tokens_k": float(data.get("method_tokens_per_episode", 0.0)) / 1000.0,
+def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
+    """One run's success rate (%) with n, the Wilson interval and, where cases cluster, the cluster bootstrap."""
+    done = run.finished
+    n, k = len(done), int(done["success"].sum()) if len(done) else 0
+    w = wilson(k, n)
+    key = cluster_key(done)
+    row = {
+        "benchmark": run.bench,
+        "method": run.method,
+        "model": run.model,
+        "backbone": backbones.get(run.model),
+        "flags": ", ".join(run.flags) or "–",
+        "n": n,
+        "errors": int((done["status"] == "error").sum()) if n else 0,
+        "success %": 100.0 * k / n if n else float("nan"),
+        "wilson 95%": f"[{100 * w.low:.1f}, {100 * w.high:.1f}]",
+        "cluster": key.removeprefix("meta.") if key else "–",
+        "cluster 95%": "–",
+    }
+    if key:
+        c = cluster_bootstrap(done["success"].astype(float).tolist(), done[key].tolist())
+        row["cluster 95%"] = f"[{100 * c.low:.1f}, {100 * c.high:.1f}]"
+    return row
+
+
+def ours(runs: Iterable[Run], backbones: Mapping[str, str] = DEFAULT_BACKBONES) -> pd.DataFrame:
+    """Table 1, our side: one row per run, with the paper's value for the same benchmark, method and backbone."""
+    return pd.DataFrame([rate_row(r, backbones) for r in runs])
+
+
+def with_paper(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    if table.empty:
+        return table
+    values = paper.set_index(["benchmark", "method", "backbone"])["value"]
+    table = table.copy()
+    table["paper %"] = [
+        values.get((b, m, bb), float("nan"))
+        for b, m, bb in zip(table["benchmark"], table["method"], table["backbone"])
+    ]
+    return table
+
+
+def side_by_side(paper: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's layout: rows (benchmark, method), paper values per backbone, then one column per run of ours
+    named with its model and flags (n is in `ours`)."""
+    wide = paper.pivot_table(
+        index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first"
+    )
+    wide.columns = [f"paper {c}" for c in wide.columns]
+    if not table.empty:
+        column = "ours " + table["model"] + " [" + table["flags"] + "]"
+        mine = table.assign(column=column).pivot_table(
+            index=["benchmark", "method"], columns="column", values="success %", aggfunc="first"
+        )
+        wide = wide.join(mine, how="outer")
+    return wide.round(2)
+
+
+def _best_baseline(values: Mapping[str, float]) -> tuple[str, float] | None:
+    present = [(m, v) for m, v in values.items() if m in BASELINES and pd.notna(v)]
+    return max(present, key=lambda mv: mv[1]) if present else None
+
+
+def _gain(pos: float | None, best: tuple[str, float] | None) -> dict:
+    if pos is None or best is None:
+        return {
+            "strongest baseline": best[0] if best else "–",
+            "absolute": float("nan"),
+            "relative %": float("nan"),
         }
-        for role, u in usage.items():
-            row[f"tokens_k:{role}"] = (u["input_tokens"] + u["output_tokens"]) / episodes / 1000.0
-        rows.append(row)
+    absolute = pos - best[1]
+    return {
+        "strongest baseline": best[0],
+        "baseline %": best[1],
+        "PoS %": pos,
+        "absolute": absolute,
+        "relative %": 100.0 * absolute / best[1] if best[1] else float("nan"),
+    }
+
+
+def gains(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Gain of PoS over the strongest baseline per (benchmark, model) of ours, beside the paper's for that
+    benchmark and the model's backbone (every backbone when the model stands for none)."""
+    rows = []
+    for (bench, model), group in table.groupby(["benchmark", "model"]) if not table.empty else []:
+        values = dict(zip(group["method"], group["success %"]))
+        flags = ", ".join(sorted({f for fl in group["flags"] for f in fl.split(", ") if f != "–"})) or "–"
+        rows.append(
+            {
+                "source": f"ours {model}",
+                "benchmark": bench,
+                "flags": flags,
+                **_gain(values.get(POS), _best_baseline(values)),
+            }
+        )
+    for (bench, backbone), group in paper.groupby(["benchmark", "backbone"]):
+        values = dict(zip(group["method"], group["value"]))
+        rows.append(
+            {
+                "source": f"paper {backbone}",
+                "benchmark": bench,
+                "flags": "–",
+                **_gain(values.get(POS), _best_baseline(values)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def run_column(row: Mapping, backbones: Mapping[str, str]) -> str:
-    backbone = backbones.get(row["model"], row["model"])
-    return f"ours {backbone} [{row['label']}] (n={row['episodes']})"
+def ablation_drops(table: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """PoS − each ablation, in points, ours per (benchmark, model) beside the paper's per backbone."""
+    rows = []
+    sources = [
+        (f"ours {m}", b, g.set_index("method")["success %"])
+        for (b, m), g in (table.groupby(["benchmark", "model"]) if not table.empty else [])
+    ]
+    sources += [
+        (f"paper {bb}", b, g.set_index("method")["value"])
+        for (b, bb), g in paper.groupby(["benchmark", "backbone"])
+    ]
+    for source, bench, values in sources:
+        if POS not in values:
+            continue
+        for variant in ABLATIONS:
+            if variant in values:
+                rows.append(
+                    {
+                        "source": source,
+                        "benchmark": bench,
+                        "ablation": variant,
+                        "PoS %": values[POS],
+                        "ablation %": values[variant],
+                        "drop": values[POS] - values[variant],
+                    }
+                )
+    return pd.DataFrame(rows)
 
 
-def side_by_side(
-    paper: pd.DataFrame, runs: pd.DataFrame, backbones: Mapping[str, str] = DEFAULT_BACKBONES
-) -> pd.DataFrame:
-    """Table 1: rows (benchmark, method), paper values per backbone, then our runs per model."""
-    table = paper.pivot_table(
-        index=["benchmark", "method"], columns="backbone", values="value", aggfunc="first"
-    )
-    table.columns = [f"paper {c}" for c in table.columns]
-    if not runs.empty:
-        ours = runs.assign(column=[run_column(r, backbones) for r in runs.to_dict("records")])
-        mine = ours.pivot_table(
-            index=["benchmark", "method"], columns="column", values="value", aggfunc="first"
+def token_table(runs: Sequence[Run], paper_tokens: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Table 2: mean tokens per episode (thousands) per role, Peak (max policy input tokens, mean over
+    episodes) and Dependency (×10⁶, mean) where recorded; the paper's rows (agent and total) below ours."""
+    rows = []
+    for run in runs:
+        done = run.finished
+        row = {"run": run.name, "flags": ", ".join(run.flags) or "–", "n": len(done)}
+        for column in sorted(c for c in done.columns if c.startswith("tokens.")):
+            row[f"{column.removeprefix('tokens.')} k"] = done[column].fillna(0).mean() / 1000
+        row["method k"] = (
+            done["method_tokens"].mean() / 1000 if "method_tokens" in done and len(done) else None
         )
-        table = table.join(mine, how="outer")
-    return table.round(2)
-
-
-def token_table(paper_tokens: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 2: mean tokens per episode (thousands) per role, ours beside the paper's totals."""
-    paper = paper_tokens.set_index(["benchmark", "method"])[["agent_tokens_k", "total_tokens_k"]]
-    paper.columns = [f"paper {c}" for c in paper.columns]
-    if runs.empty:
-        return paper
-    role_columns = [c for c in runs.columns if c.startswith("tokens_k:")]
-    mine = runs.set_index(["benchmark", "method"])[["model", "label", "method_tokens_k", *role_columns]]
-    mine = mine.rename(columns={c: c.replace("tokens_k:", "ours k ") for c in role_columns})
-    return paper.join(mine, how="outer").round(2)
+        for key in ("peak", "dependency"):
+            values = done[key].dropna() if key in done else pd.Series(dtype=float)
+            row[key] = values.mean() if len(values) else None
+        rows.append(row)
+    if paper_tokens is not None:
+        for p in paper_tokens.to_dict("records"):
+            rows.append(
+                {
+                    "run": f"paper {p['backbone']} {p['benchmark']}/{p['method']}",
+                    "flags": "–",
+                    "n": p["n_cases"],
+                    "agent k": p["agent_tokens_k"],
+                    "method k": p["total_tokens_k"],
+                }
+            )
+    return pd.DataFrame(rows).round(3)

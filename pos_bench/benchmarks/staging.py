@@ -7,12 +7,14 @@ and extraction that never leaves a half tree behind.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import shutil
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,6 +30,10 @@ def staged_dir(benchmark: str) -> Path:
     return (Path(shared) if shared else REPO.parent / "shared") / "benchmarks" / benchmark
 
 
+class DamagedArchive(RuntimeError):
+    """A data archive that cannot be read to its end; the message names the file and the fix."""
+
+
 def unpack(archive: Path, cache: Path, *, expect: Path | None = None) -> Path:
     """Extract a `.tar.gz` or `.zip` once into `cache/data/<content hash>` and return that directory.
 
@@ -41,12 +47,18 @@ def unpack(archive: Path, cache: Path, *, expect: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=target.parent))
     try:
-        if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as bundle:
-                bundle.extractall(tmp)  # zipfile strips absolute paths and `..` components itself
-        else:
-            with tarfile.open(archive) as bundle:
-                bundle.extractall(tmp, filter="data")
+        try:
+            if archive.name.endswith(".zip"):
+                with zipfile.ZipFile(archive) as bundle:
+                    bundle.extractall(tmp)  # zipfile strips absolute paths and `..` components itself
+            else:
+                with tarfile.open(archive) as bundle:
+                    bundle.extractall(tmp, filter="data")
+        except (tarfile.TarError, zipfile.BadZipFile, gzip.BadGzipFile, EOFError, zlib.error) as error:
+            raise DamagedArchive(
+                f"{archive} is damaged or truncated ({type(error).__name__}: {error}). Download it again (or "
+                "copy it again from the staged data), or point bench.data_dir at a good copy."
+            ) from error
         if expect is not None and not (tmp / expect).exists():
             raise FileNotFoundError(f"{archive} does not contain {expect}")
         try:

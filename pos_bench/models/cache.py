@@ -22,7 +22,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -66,6 +66,22 @@ class CacheMiss(RuntimeError):
     """Replay asked for a request that was never recorded."""
 
 
+class CacheError(RuntimeError):
+    """The cache file cannot be used (corrupt, locked, unwritable); the message names the file and the fix."""
+
+
+def cache_error(path: Path, error: sqlite3.Error) -> CacheError:
+    if _locked(error):
+        return CacheError(
+            f"the response cache {path} is locked by another process ({error}). Wait for it to finish, point "
+            "cache.path at another file, or run with cache.mode=off."
+        )
+    return CacheError(
+        f"the response cache {path} cannot be used ({type(error).__name__}: {error}). Move it aside "
+        f"(mv {path} {path}.bad) to start a fresh cache, or run with cache.mode=off."
+    )
+
+
 def identity(description: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in description.items() if k not in NOT_IDENTITY}
 
@@ -106,19 +122,44 @@ def _use_wal(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
 
 
+def _storable(text: str) -> str:
+    """`text` without lone surrogates, which SQLite's UTF-8 text cannot hold."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class ResponseStore:
     """The SQLite file behind the cache: one connection per thread, commits without fsync (WAL with
     `synchronous=NORMAL` stays consistent if a run is killed; only a power cut may lose the newest replies)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, timeout: float = 60.0, redact: Callable[[str], str] = str):
         self.path = Path(path)
+        self.timeout = timeout
+        self.redact = redact
+        """Applied to every stored request and reply, so a secret a server echoes never reaches the file."""
         self._local = threading.local()
 
+    def check(self) -> None:
+        """Open the file and take (then release) its write lock: a corrupt or locked cache fails here, once,
+        with a `CacheError`, instead of failing every episode."""
+        try:
+            db = self._connect()
+            db.execute("SELECT COUNT(*) FROM responses").fetchone()
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
+
     def _connect(self) -> sqlite3.Connection:
+        try:
+            return self._open()
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
+
+    def _open(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=60)
+            db = sqlite3.connect(self.path, timeout=self.timeout)
             _use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
@@ -130,30 +171,36 @@ class ResponseStore:
         return db
 
     def get(self, key: str) -> Reply | None:
-        row = (
-            self._connect()
-            .execute("SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,))
-            .fetchone()
-        )
+        try:
+            row = (
+                self._connect()
+                .execute(
+                    "SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,)
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
         if row is None:
             return None
         return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> None:
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
-        with self._connect() as db:
-            db.execute(
-                f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    request,
-                    reply.text,
-                    reply.usage.input_tokens,
-                    reply.usage.output_tokens,
-                    reply.usage.calls,
-                    time.time(),
-                ),
-            )
+        row = (
+            key,
+            _storable(self.redact(request)),
+            _storable(self.redact(reply.text)),
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+            reply.usage.calls,
+            time.time(),
+        )
+        try:
+            with self._connect() as db:
+                db.execute(f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.Error as error:
+            raise cache_error(self.path, error) from error
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -162,11 +209,11 @@ class ResponseStore:
 class Cached:
     """Wraps a model with the response cache in `mode`."""
 
-    def __init__(self, model: Model, config: CacheConfig):
+    def __init__(self, model: Model, config: CacheConfig, *, redact: Callable[[str], str] = str):
         self.inner = model
         self.name = model.name
         self.config = config
-        self.store = ResponseStore(config.path)
+        self.store = ResponseStore(config.path, redact=redact)
 
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "cache": self.config.mode}
@@ -196,6 +243,20 @@ class Cached:
         return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
 
 
+def _single_run(folder: Path) -> Path:
+    """`folder` itself when it is a run; the one run registered in its `index.json` when it holds runs."""
+    index = folder / "index.json"
+    if (folder / "run.json").is_file() or not index.is_file():
+        return folder
+    runs = [entry["folder"] for entry in json.loads(index.read_text(encoding="utf-8"))]
+    if len(runs) != 1:
+        raise ValueError(
+            f"{folder} holds {len(runs)} runs ({', '.join(runs)}); set model.run to one of them, e.g. "
+            f"model.run={folder / runs[0]}"
+        )
+    return folder / runs[0]
+
+
 class Replayed:
     """`model=replay`: the model of a recorded run, answering only from the cache (no provider, no network).
 
@@ -205,6 +266,7 @@ class Replayed:
     """
 
     def __init__(self, run: str, role: str | None = None):
+        run = str(_single_run(Path(run)))
         path = Path(run) / "run.json"
         if not path.is_file():
             raise FileNotFoundError(

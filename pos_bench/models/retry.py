@@ -3,8 +3,8 @@ total. The SDKs' own retries are off (`max_retries=0`), so attempts never multip
 
 Providers raise `TransientError` for what is worth another attempt (rate limits, timeouts, connection errors,
 5xx, a malformed body); everything else propagates at once. When the budget is spent the call fails with
-`RetryBudgetExhausted`, which the runner records as that episode's error (resumable with
-`runner.retry_errors=true`), never the run's.
+`RetryBudgetExhausted`, which the runner records as that episode's error (played again when the command is
+rerun), never the run's.
 """
 
 from __future__ import annotations
@@ -114,6 +114,6 @@ class Retrying:
             attempt = gave_up.last_attempt
             raise RetryBudgetExhausted(
                 f"model call ({role}) failed {attempt.attempt_number} times; last error: {attempt.exception()}. "
-                "The episode is recorded as an error; rerun with runner.retry_errors=true to play it again "
-                "(cached calls are free), or raise retry.max_attempts / retry.max_seconds."
+                "The episode is recorded as an error; rerun the same command to play it again (cached calls "
+                "are free), or raise retry.max_attempts / retry.max_seconds."
             ) from attempt.exception()

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 from pos_bench.models.cache import CacheConfig, Cached
 from pos_bench.models.retry import Retrying, RetryPolicy
 from pos_bench.protocols import Model
+from pos_bench.redact import redactor_for
 from pos_bench.types import Prompt, Reply
 
 
@@ -38,7 +39,7 @@ def wrap(model: Model, cfg: Mapping[str, Any]) -> Model:
     """`model` behind the run's retry policy and response cache (`retry` and `cache` nodes; cache off when absent)."""
     model = Retrying(model, RetryPolicy(**(cfg.get("retry") or {})))
     cache = CacheConfig(**(cfg.get("cache") or {}))
-    return model if cache.mode == "off" else Cached(model, cache)
+    return model if cache.mode == "off" else Cached(model, cache, redact=redactor_for(cfg).text)
 
 
 def build_model(cfg: Mapping[str, Any]) -> Model:

@@ -20,7 +20,6 @@ from omegaconf import OmegaConf
 
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel, schema_reply
-from pos_bench.protocols import Unsupported
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Prompt
 from tests.conftest import REPO
@@ -82,9 +81,10 @@ def record(bench: str, method: str) -> str:
     header = f"golden transcript: bench={bench} method={method} task={task.id}; re-record: {RECORD}"
     try:
         with instantiate(plain["method"], _convert_="all")(model=model) as built:
+            refusal = built.unsupported(env.reset(task))
+            if refusal:
+                return f"# {header}\n=== unsupported\n{refusal}\n"
             play(task, env, built, model, brief=benchmark.brief, max_turns=benchmark.max_turns, log=log)
-    except Unsupported as refusal:
-        return f"# {header}\n=== unsupported\n{refusal}\n"
     finally:
         env.close()
     return render(log.events, header)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from pos_bench.models.cache import CacheConfig, Cached, CacheMiss, Replayed, ResponseStore
+from pos_bench.models.cache import CacheConfig, Cached, CacheError, CacheMiss, Replayed, ResponseStore
 from pos_bench.models.openai import OpenAIModel
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
@@ -185,3 +185,43 @@ def test_recorded_over_http_replays_with_the_server_gone(tmp_path, monkeypatch):
     again = cached(elsewhere, tmp_path, mode="replay").generate(PROMPT)
     assert (again.text, again.usage) == (first.text, first.usage)
     assert all(key.encode() not in f.read_bytes() for f in tmp_path.iterdir())  # the WAL file included
+
+
+def test_a_corrupt_cache_names_the_file_and_the_fix(tmp_path):
+    path = tmp_path / "responses.sqlite"
+    path.write_bytes(b"not a database at all" * 64)
+    cached = Cached(Echo(), CacheConfig(mode="read_write", path=str(path)))
+    with pytest.raises(CacheError, match=r"cannot be used .*mv .*cache.mode=off"):
+        cached.generate(PROMPT)
+    with pytest.raises(CacheError, match=str(path)):
+        ResponseStore(path).check()
+
+
+def test_a_locked_cache_is_found_by_the_check(tmp_path):
+    path = tmp_path / "responses.sqlite"
+    ResponseStore(path).check()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(CacheError, match="locked by another process"):
+            ResponseStore(path, timeout=0.2).check()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    ResponseStore(path, timeout=0.2).check()
+
+
+def test_stored_rows_are_redacted_and_a_lone_surrogate_is_storable(tmp_path):
+    class Leaky(Echo):
+        def generate(self, prompt, *, role="agent"):
+            return Reply("key sk-secret-123456 \ud800", Usage(1, 1, 1))
+
+    path = tmp_path / "responses.sqlite"
+    cached = Cached(
+        Leaky(),
+        CacheConfig(mode="read_write", path=str(path)),
+        redact=lambda t: t.replace("sk-secret-123456", "[x]"),
+    )
+    cached.generate(PROMPT)
+    (text,) = sqlite3.connect(path).execute("SELECT text FROM responses").fetchone()
+    assert text == "key [x] ?"

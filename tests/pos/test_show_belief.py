@@ -32,3 +32,6 @@ def test_renders_statuses_health_and_tokens(tmp_path):
     assert "belief update: repaired" in text and "belief update: rejected" in text
     assert "recovery directive:" in text and "H=0.00" in text
     assert "sentinel_progress" in text and "Active Gap:" in text
+    (tmp_path / "result.json").unlink()
+    unfinished = show.render(tmp_path, worlds=False)
+    assert "belief update: rejected" in unfinished and "outcome: none yet" in unfinished

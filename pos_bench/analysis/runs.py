@@ -1,0 +1,290 @@
+"""Run folders → typed `Run` records with one row per episode, labels, status and fingerprint.
+
+A run folder is what `runner.run` writes: `run.json`, `results.jsonl`, `episodes/<task>/` and, once finished,
+`summary.json`. Everything is read defensively, because runs may be in progress, killed, or written by an
+older or newer runner. Fields relied on (all optional except a readable folder):
+
+- `run.json`: `labels.{bench,method,model,label}`, `model.smoke`, `config.bench.{judge,source}`,
+  `config.prices`, and `fingerprint` when the runner records one (else a hash of `config`);
+  any label whose value is `rules` or `judge_rules` (ClinDiag judged by rules).
+- `results.jsonl` rows: `task_id`, `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
+  `error`, optional `report`, and optional `peak` / `dependency` (top level or in `extras`).
+- `episodes/<task>/result.json` (the full row, method report included) and `events.jsonl` (call events with
+  per-call usage). A folder without `result.json` is an episode still running or killed mid-way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pos_bench.summary import BENCHMARK_ROLE_PREFIX, role_cost
+from pos_bench.types import usage_from_json
+
+PAPER_BENCHMARKS = ("alfworld", "loca", "rca100", "clindiag")
+"""Benchmark ids of the paper's Table 1 (SPEC README); any other benchmark is a stand-in or a test bed."""
+
+CLUSTER_KEYS = ("family", "task_type", "subset")
+"""Task-meta keys whose values group cases that resemble each other (LOCA family, ALFWorld task type,
+ClinDiag subset); the first one present with two or more values is the run's cluster."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder. `episodes` has one row per recorded or started episode (see `episode_frame`)."""
+
+    folder: Path
+    bench: str
+    method: str
+    model: str
+    flags: tuple[str, ...]
+    """Labels a reader must see beside every number: smoke, rules, stand-in, errors, in progress."""
+    fingerprint: str
+    episodes: pd.DataFrame
+    total_tasks: int | None
+    """Tasks the run will play when known (run.json `tasks`), else None."""
+    cost: float | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.bench}/{self.method}/{self.model}"
+
+    @property
+    def tag(self) -> str:
+        """The name followed by its flags, e.g. `toy/pos/scripted [stand-in, errors]`."""
+        return self.name + (f" [{', '.join(self.flags)}]" if self.flags else "")
+
+    @property
+    def finished(self) -> pd.DataFrame:
+        """Episodes with a result (done or error); errors count as failures, as in the summary."""
+        return self.episodes[self.episodes["status"] != "running"]
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Whole lines only: a torn last line of a killed run is skipped."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            rows.append(value)
+    return rows
+
+
+def episode_folder(run_dir: Path, task_id: str) -> Path:
+    """Same rule as the runner's `episode_dir`."""
+    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+
+
+def episode_result(run_dir: Path, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The full result of an episode: the episode folder's result.json when present, else the row."""
+    full = read_json(episode_folder(run_dir, str(row.get("task_id", ""))) / "result.json")
+    return {**row, **full} if full else dict(row)
+
+
+def agent_calls(events: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """(input, output) tokens of each policy call, in order."""
+    out = []
+    for e in events:
+        if e.get("kind") == "call" and e.get("role") == "agent":
+            usage = e.get("usage") or {}
+            out.append((int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))))
+    return out
+
+
+def peak_and_dependency(calls: list[tuple[int, int]]) -> tuple[float | None, float | None]:
+    """Peak = max policy input tokens; Dependency = Σ (n_in + 2·n_out)·n_out / 2, in millions (SPEC-BASE §2.5)."""
+    if not calls:
+        return None, None
+    return float(max(i for i, _ in calls)), sum((i + 2 * o) * o / 2 for i, o in calls) / 1e6
+
+
+def _recorded(row: Mapping[str, Any], key: str) -> float | None:
+    value = row.get(key, (row.get("extras") or {}).get(key))
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> dict[str, Any]:
+    usage = {role: usage_from_json(u) for role, u in (row.get("usage") or {}).items()}
+    out: dict[str, Any] = {
+        "task_id": str(row.get("task_id", "")),
+        "status": str(row.get("status", "done")),
+        "success": bool(row.get("success", False)),
+        "score": float(row.get("score") or 0.0),
+        "steps": int(row.get("steps") or 0),
+        "turns": int(row.get("turns") or 0),
+        "error": row.get("error"),
+        "method_tokens": sum(
+            u.input_tokens + u.output_tokens
+            for r, u in usage.items()
+            if not r.startswith(BENCHMARK_ROLE_PREFIX)
+        ),
+        "peak": _recorded(row, "peak"),
+        "dependency": _recorded(row, "dependency"),
+    }
+    for role, u in usage.items():
+        out[f"tokens.{role}"] = u.input_tokens + u.output_tokens
+    for key, value in (row.get("task_meta") or {}).items():
+        out[f"meta.{key}"] = value
+    if with_events and out["peak"] is None:
+        events = read_jsonl(episode_folder(run_dir, out["task_id"]) / "events.jsonl")
+        out["peak"], out["dependency"] = peak_and_dependency(agent_calls(events))
+    return out
+
+
+def episode_frame(run_dir: Path, *, with_events: bool = True) -> pd.DataFrame:
+    """One row per episode: recorded ones from results.jsonl, then started ones with no result (`running`)."""
+    rows = read_jsonl(run_dir / "results.jsonl")
+    recorded = [episode_row(run_dir, r, with_events=with_events) for r in rows]
+    seen = {r["task_id"] for r in recorded}
+    started = []
+    episodes = run_dir / "episodes"
+    folders = sorted(p for p in episodes.iterdir() if p.is_dir()) if episodes.is_dir() else []
+    known = {episode_folder(run_dir, t).name for t in seen}
+    for folder in folders:
+        if folder.name in known:
+            continue
+        first = next(iter(read_jsonl(folder / "events.jsonl")), {})
+        task = (first.get("task") or {}).get("id", folder.name)
+        if task not in seen:
+            started.append({"task_id": task, "status": "running", "success": False, "score": 0.0, "steps": 0})
+    frame = pd.DataFrame(recorded + started)
+    if frame.empty:
+        frame = pd.DataFrame(columns=["task_id", "status", "success", "score", "steps", "turns", "error"])
+    return frame
+
+
+def cluster_key(episodes: pd.DataFrame) -> str | None:
+    """The task-meta column to cluster on (see CLUSTER_KEYS), or None."""
+    for key in CLUSTER_KEYS:
+        column = f"meta.{key}"
+        if column in episodes and episodes[column].nunique(dropna=True) >= 2:
+            return column
+    return None
+
+
+def run_flags(
+    meta: Mapping[str, Any], episodes: pd.DataFrame, total: int | None, finished: bool
+) -> tuple[str, ...]:
+    labels = meta.get("labels") or {}
+    bench_cfg = (meta.get("config") or {}).get("bench") or {}
+    flags = []
+    if labels.get("label") == "smoke" or (meta.get("model") or {}).get("smoke"):
+        flags.append("smoke")
+    if bench_cfg.get("judge") == "rules" or any(v in ("rules", "judge_rules") for v in labels.values()):
+        flags.append("rules")
+    if labels.get("bench") not in PAPER_BENCHMARKS or bench_cfg.get("source") == "synthetic":
+        flags.append("stand-in")
+    if "status" in episodes and (episodes["status"] == "error").any():
+        flags.append("errors")
+    running = "status" in episodes and (episodes["status"] == "running").any()
+    if running or not finished or (total is not None and len(episodes) < total):
+        flags.append("in progress")
+    return tuple(flags)
+
+
+def load_run(folder: Path, *, with_events: bool = True) -> Run:
+    meta = read_json(folder / "run.json")
+    labels = meta.get("labels") or {}
+    parts = folder.parts[-3:] if len(folder.parts) >= 3 else ("?",) * 3
+    episodes = episode_frame(folder, with_events=with_events)
+    total = meta.get("tasks") if isinstance(meta.get("tasks"), int) else None
+    summary = read_json(folder / "summary.json")
+    config = meta.get("config") or {}
+    fingerprint = (
+        meta.get("fingerprint")
+        or hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    )
+    return Run(
+        folder=folder,
+        bench=str(labels.get("bench") or parts[0]),
+        method=str(labels.get("method") or parts[1]),
+        model=str(labels.get("model") or parts[2]),
+        flags=run_flags(meta, episodes, total, finished=bool(summary)),
+        fingerprint=str(fingerprint),
+        episodes=episodes,
+        total_tasks=total,
+        cost=_cost(summary, meta, folder),
+    )
+
+
+def _cost(summary: Mapping[str, Any], meta: Mapping[str, Any], folder: Path) -> float | None:
+    if summary.get("cost"):
+        return float(sum(summary["cost"].values()))
+    prices = (meta.get("config") or {}).get("prices")
+    if not prices:
+        return None
+    usage: dict[str, Any] = {}
+    for row in read_jsonl(folder / "results.jsonl"):
+        for role, u in (row.get("usage") or {}).items():
+            usage[role] = usage.get(role, usage_from_json({})) + usage_from_json(u)
+    return float(sum(role_cost(usage, prices).values()))
+
+
+def find_runs(paths: Iterable[Path]) -> list[Path]:
+    """Run folders at or below each path (a folder holding run.json or results.jsonl), sorted."""
+    found: set[Path] = set()
+    for path in paths:
+        for marker in ("run.json", "results.jsonl"):
+            if (path / marker).exists():
+                found.add(path)
+            found.update(p.parent for p in path.rglob(marker) if "episodes" not in p.relative_to(path).parts)
+    return sorted(found)
+
+
+def load_runs(paths: Iterable[Path], *, with_events: bool = True) -> list[Run]:
+    return [load_run(folder, with_events=with_events) for folder in find_runs(paths)]
+
+
+def _left(run: Run, done: int) -> int | None:
+    """Episodes still to play: exact when run.json records the task count, 0 for a finished run, else unknown."""
+    if run.total_tasks is not None:
+        return run.total_tasks - done
+    return None if "in progress" in run.flags else 0
+
+
+def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
+    """Every run with its labels, fingerprint, episodes done / left, errors and their commonest cause, tokens, cost."""
+    rows = []
+    for run in runs:
+        e = run.episodes
+        errors = e[e["status"] == "error"] if "status" in e else e.iloc[0:0]
+        causes = Counter(str(msg).split(":", 1)[0] for msg in errors.get("error", []) if msg)
+        done = int((e["status"] != "running").sum()) if "status" in e else 0
+        rows.append(
+            {
+                "run": run.name,
+                "flags": ", ".join(run.flags) or "–",
+                "fingerprint": run.fingerprint,
+                "done": done,
+                "left": _left(run, done),
+                "running": int((e["status"] == "running").sum()) if "status" in e else 0,
+                "errors": len(errors),
+                "commonest error": (
+                    f"{causes.most_common(1)[0][0]} ×{causes.most_common(1)[0][1]}" if causes else "–"
+                ),
+                "method tokens": int(e["method_tokens"].sum()) if "method_tokens" in e else 0,
+                "cost": run.cost,
+            }
+        )
+    return pd.DataFrame(rows)

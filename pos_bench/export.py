@@ -1,0 +1,182 @@
+"""python -m pos_bench.export RUN_DIR OUT: a run's episodes and steps as a Hugging Face `datasets` dataset in
+parquet (`OUT/episodes.parquet`, `OUT/steps.parquet`), the way eval harnesses share samples.
+
+Read each file back as its own dataset (the two have different columns):
+    datasets.load_dataset("parquet", data_files="OUT/episodes.parquet", split="train")
+    datasets.load_dataset("parquet", data_files="OUT/steps.parquet", split="train")
+
+Nested values whose shape differs per benchmark or method (task meta, usage, the method report, a step's
+memory record, the prompt messages) are stored as JSON strings, so every row has the same schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_jsonl
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _clean(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def episode_rows(run: Run) -> list[dict[str, Any]]:
+    rows = []
+    recorded = {r.get("task_id"): r for r in read_jsonl(run.folder / "results.jsonl")}
+    for e in run.episodes.to_dict("records"):
+        full = episode_result(run.folder, recorded.get(e["task_id"], {"task_id": e["task_id"]}))
+        rows.append(
+            {
+                "run": run.name,
+                "bench": run.bench,
+                "method": run.method,
+                "model": run.model,
+                "flags": list(run.flags),
+                "fingerprint": run.fingerprint,
+                "task_id": e["task_id"],
+                "status": e["status"],
+                "success": bool(e["success"]),
+                "score": float(e["score"]),
+                "steps": int(e.get("steps") or 0),
+                "turns": int(_clean(e.get("turns")) or 0),
+                "error": _clean(e.get("error")),
+                "method_tokens": int(_clean(e.get("method_tokens")) or 0),
+                "peak": _clean(e.get("peak")),
+                "dependency": _clean(e.get("dependency")),
+                "task_meta": _json(full.get("task_meta", {})),
+                "usage": _json(full.get("usage", {})),
+                "extras": _json(full.get("extras", {})),
+                "report": _json(full.get("report", {})),
+            }
+        )
+    return rows
+
+
+def step_rows(run: Run, task_id: str, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per environment step: the policy prompt and reply behind it, the step, the memory record after."""
+    rows: list[dict[str, Any]] = []
+    tokens: dict[str, int] = {}
+    last_agent: Mapping[str, Any] = {}
+    for e in events:
+        kind = e.get("kind")
+        if kind == "call":
+            usage = e.get("usage") or {}
+            role = str(e.get("role"))
+            tokens[role] = (
+                tokens.get(role, 0) + int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+            )
+            if role == "agent":
+                last_agent = e
+        elif kind == "step":
+            rows.append(
+                {
+                    "run": run.name,
+                    "task_id": task_id,
+                    "turn": int(e.get("turn", len(rows))),
+                    "thought": str(e.get("thought", "")),
+                    "action": _json(e.get("action")),
+                    "observation": str((e.get("observation") or {}).get("text", "")),
+                    "prompt": _json((last_agent.get("prompt") or {}).get("messages", [])),
+                    "reply": str(last_agent.get("reply", "")),
+                    "memory": "null",
+                    "tokens": "{}",
+                }
+            )
+        elif kind == "memory" and rows and rows[-1]["turn"] == e.get("turn"):
+            rows[-1]["memory"] = _json(e.get("record"))
+            rows[-1]["tokens"], tokens = _json(tokens), {}
+    if rows and rows[-1]["tokens"] == "{}" and tokens:
+        rows[-1]["tokens"] = _json(tokens)
+    return rows
+
+
+EPISODE_TYPES = {
+    "run": "string",
+    "bench": "string",
+    "method": "string",
+    "model": "string",
+    "flags": ["string"],
+    "fingerprint": "string",
+    "task_id": "string",
+    "status": "string",
+    "success": "bool",
+    "score": "float64",
+    "steps": "int64",
+    "turns": "int64",
+    "error": "string",
+    "method_tokens": "int64",
+    "peak": "float64",
+    "dependency": "float64",
+    "task_meta": "string",
+    "usage": "string",
+    "extras": "string",
+    "report": "string",
+}
+STEP_TYPES = {
+    "run": "string",
+    "task_id": "string",
+    "turn": "int64",
+    "thought": "string",
+    "action": "string",
+    "observation": "string",
+    "prompt": "string",
+    "reply": "string",
+    "memory": "string",
+    "tokens": "string",
+}
+
+
+def features(types: Mapping[str, Any]):
+    """Fixed column types, so a column that happens to be all null (no errors) is still typed."""
+    from datasets import Features, List, Value  # the `export` extra, checked by `export`
+
+    return Features({k: List(Value(v[0])) if isinstance(v, list) else Value(v) for k, v in types.items()})
+
+
+def export(run_dir: Path, out: Path) -> dict[str, Path]:
+    """Write the parquet files; returns name → path."""
+    try:
+        from datasets import Dataset  # heavy; only the export needs it
+    except ImportError as missing:
+        raise RuntimeError(
+            "pos_bench.export needs the Hugging Face `datasets` package: install the extra with "
+            "`uv sync --extra export` (or `pip install pos_bench[export]`)"
+        ) from missing
+
+    run = load_run(run_dir)
+    steps = []
+    for task in run.episodes["task_id"]:
+        steps += step_rows(run, task, read_jsonl(episode_folder(run_dir, task) / "events.jsonl"))
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"episodes": out / "episodes.parquet", "steps": out / "steps.parquet"}
+    for split, rows, types in (("episodes", episode_rows(run), EPISODE_TYPES), ("steps", steps, STEP_TYPES)):
+        if not rows:
+            raise ValueError(f"{run_dir} has no {split} to export")
+        Dataset.from_list(rows, features=features(types)).to_parquet(str(paths[split]))
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    if not args.run_dir.is_dir():
+        raise SystemExit(f"no such run folder: {args.run_dir}")
+    for split, path in export(args.run_dir, args.out).items():
+        print(f"{split}: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Run identity: the fingerprint of every setting that can change an episode's outcome, and the run folders
+it selects, so episodes played under different settings are never mixed.
+
+The identity holds the resolved bench node (without the task slice `start`/`limit`, which selects episodes but
+does not change any), the content identity of every data path the bench node names, the method node, the model
+node and the model's `describe()` (both without the operational fields the response cache ignores, so never a
+key, a host or a concurrency cap), every per-role model, the runner fields that shape an episode, and the
+pos_bench version. `n_jobs`, the backend, progress, retries, prices and the cache never enter it.
+
+Under one `<bench>/<method>/<model>/` folder each fingerprint gets its own run folder, named after the settings
+given on the command line plus a short fingerprint (`max_turns=5-3fa29c1d`); `index.json` beside them lists
+every run with its settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pos_bench import __version__
+from pos_bench.models.cache import NOT_IDENTITY
+from pos_bench.models.cache import identity as model_identity
+from pos_bench.types import to_jsonable
+
+SLICE_KEYS = frozenset({"start", "limit"})
+"""Bench keys that select which tasks run, never how one plays."""
+EPISODE_RUNNER_KEYS = ("max_meta_per_turn",)
+"""Runner fields that change what happens inside an episode."""
+DATA_FILES_CAP = 50_000
+"""Files listed per data folder; past this the folder is identified by its first files and its count."""
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    fingerprint: str
+    """sha256 of the canonical `settings`."""
+    settings: Mapping[str, Any]
+
+    @property
+    def short(self) -> str:
+        return self.fingerprint[:8]
+
+
+def data_identity(value: Any) -> dict[str, str]:
+    """Content identity of every existing path among the string values of a config node: for a file its
+    size and sha256, for a folder the sha256 of its sorted (relative path, size) listing."""
+    found: dict[str, str] = {}
+    for text in _strings(value):
+        path = Path(text).expanduser()
+        if len(text) > 1 and ("/" in text or os.sep in text) and path.exists():
+            found[text] = _path_digest(path)
+    return found
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _path_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    if path.is_file():
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return f"file:{path.stat().st_size}:{digest.hexdigest()}"
+    count = 0
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            count += 1
+            if count <= DATA_FILES_CAP:
+                full = Path(root) / name
+                digest.update(f"{full.relative_to(path)}\0{full.stat().st_size}\n".encode())
+    return f"dir:{count}:{digest.hexdigest()}"
+
+
+def run_identity(cfg: Mapping[str, Any], description: Mapping[str, Any]) -> RunIdentity:
+    """The identity of the run `cfg` describes; `description` is its model's `describe()`."""
+    bench = {k: v for k, v in cfg["bench"].items() if k not in SLICE_KEYS}
+    roles = description.get("roles", {})
+    settings = {
+        "bench": bench,
+        "bench_data": data_identity(bench),
+        "method": cfg["method"],
+        "model": {"config": model_identity(cfg["model"]), "describe": model_identity(description)},
+        "roles": {
+            role: {"config": model_identity(node), "describe": model_identity(roles.get(role, {}))}
+            for role, node in (cfg.get("roles") or {}).items()
+        },
+        "runner": {k: (cfg.get("runner") or {}).get(k) for k in EPISODE_RUNNER_KEYS},
+        "expert": bool(cfg.get("expert", False)),
+        "version": __version__,
+    }
+    settings = to_jsonable(settings)
+    canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return RunIdentity(hashlib.sha256(canonical.encode("utf-8")).hexdigest(), settings)
+
+
+def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The dotted keys whose values differ between two identities' settings."""
+    fa, fb = flatten(a), flatten(b)
+    return sorted(k for k in fa.keys() | fb.keys() if fa.get(k, "<unset>") != fb.get(k, "<unset>"))
+
+
+class RunMismatch(RuntimeError):
+    """A run folder holds episodes of other settings; the message lists the differing keys."""
+
+
+def folder_name(overrides: Iterable[str], short: str) -> str:
+    """A readable run-folder name: the outcome-shaping command-line settings, then the short fingerprint."""
+    parts = []
+    for item in overrides:
+        key, _, value = item.lstrip("+~").partition("=")
+        name = key.split(".")[-1]
+        if key.startswith(NOT_NAMING) or "." not in key and not item.startswith("+"):
+            continue
+        if (
+            key.startswith("bench.")
+            and name in SLICE_KEYS
+            or key.startswith(("model.", "roles."))
+            and name in NOT_IDENTITY
+        ):
+            continue
+        parts.append(f"{name}={value.rstrip('/').split('/')[-1]}")
+    slug = re.sub(r"[^A-Za-z0-9._=,-]+", "_", ",".join(sorted(parts)))[:60].strip("_,") or "default"
+    return f"{slug}-{short}"
+
+
+NOT_NAMING = ("runner.", "results_root", "cache.", "retry.", "prices.", "hydra.")
+
+
+class RunIndex:
+    """The run folders under one `<bench>/<method>/<model>/` folder, one per fingerprint, in `index.json`."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.path = root / "index.json"
+
+    def entries(self) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            return []
+        try:
+            return list(json.loads(self.path.read_text(encoding="utf-8")))
+        except (ValueError, UnicodeError) as error:
+            raise RunMismatch(
+                f"{self.path} is not a run index ({error}); move it aside and rerun (the run folders beside it "
+                "are kept and re-registered)."
+            ) from error
+
+    def folder_for(self, run: RunIdentity, overrides: Iterable[str] = ()) -> Path:
+        """The folder of `run`: the one registered for its fingerprint, else a new one (registered now)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(self.root / ".index.lock"):
+            entries = self.entries()
+            for entry in entries:
+                if entry["fingerprint"] == run.fingerprint:
+                    return self.root / entry["folder"]
+            folder = folder_name(overrides, run.short)
+            others = [
+                {"folder": e["folder"], "differs_in": differing_keys(e["settings"], run.settings)[:12]}
+                for e in entries
+            ]
+            entries.append(
+                {
+                    "folder": folder,
+                    "fingerprint": run.fingerprint,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "overrides": list(overrides),
+                    "settings": run.settings,
+                    "differs_from": others,
+                }
+            )
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(entries, indent=1, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(self.path)
+            return self.root / folder
+
+
+def check_folder(folder: Path, run: RunIdentity) -> None:
+    """Refuse a run folder whose `run.json` records another fingerprint (the folder would mix settings)."""
+    path = folder / "run.json"
+    if not path.is_file():
+        return
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeError):
+        recorded = {}
+    identity = recorded.get("identity") or {}
+    if identity.get("fingerprint") == run.fingerprint:
+        return
+    if (folder / "results.jsonl").is_file() and (folder / "results.jsonl").stat().st_size:
+        keys = differing_keys(identity.get("settings") or {}, run.settings) or ["(no fingerprint recorded)"]
+        raise RunMismatch(
+            f"{folder} holds episodes played with other settings; they differ in: {', '.join(keys[:12])}. "
+            f"Nothing was run. To start this run afresh there, move the old one aside: mv {folder} {folder}.old"
+        )

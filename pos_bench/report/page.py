@@ -1,0 +1,123 @@
+"""Run folders → one self-contained HTML file: the runs index and Table 1 at the top, figures, and every
+episode step by step, with the PoS belief timeline and a second pane for another run of the same task.
+
+Rendering is Jinja2 with autoescape on: every table cell is escaped by the template, and the episode data
+is embedded as gzip-compressed JSON in base64 (an alphabet with no markup characters) and drawn by the page's
+script with `textContent` only, so no text from a model or a benchmark can become markup. Nothing is loaded
+from the network: figures are inline PNGs, the script is inline, and a Content-Security-Policy forbids the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from pos_bench.analysis.collect import Tables, collect, write_figures
+from pos_bench.analysis.runs import Run, episode_folder, read_jsonl
+from pos_bench.report.episodes import Strings, turns
+
+TOP_TABLES = (
+    ("index", "Runs"),
+    ("table1", "Table 1 — ours: success with n, Wilson 95% and cluster-bootstrap 95% intervals"),
+    (
+        "gains",
+        "Gain of PoS over the strongest baseline (absolute points; relative % of the baseline's score)",
+    ),
+    ("ablations", "Ablation drops (PoS − variant, points)"),
+    (
+        "paired",
+        "Paired comparisons on shared tasks (exact McNemar p; Holm across the table; MDE at 80% power)",
+    ),
+    ("tokens", "Table 2 — tokens per episode (thousands) per role, Peak, Dependency (×10⁶)"),
+    ("incidence", "Figure 3 data — trapping incidence"),
+    ("patterns", "Figure 3 data — trapping onsets by pattern × dimension"),
+    ("lengths", "Figure 4 data — success per context length"),
+)
+
+
+def cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def table_view(frame: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "columns": [str(c) for c in frame.columns],
+        "rows": [[cell(v) for v in row] for row in frame.itertuples(index=False)],
+    }
+
+
+def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
+    out = []
+    for row in run.episodes.to_dict("records"):
+        events = read_jsonl(episode_folder(run.folder, row["task_id"]) / "events.jsonl")
+        error = row.get("error")
+        out.append(
+            {
+                "task": row["task_id"],
+                "status": row["status"],
+                "success": bool(row["success"]),
+                "steps": int(row.get("steps") or 0),
+                "error": None
+                if error is None or (isinstance(error, float) and math.isnan(error))
+                else str(error),
+                "turns": turns(events, strings),
+            }
+        )
+    return out
+
+
+def figures(tables: Tables) -> list[dict[str, str]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        written, skipped = write_figures(tables, Path(tmp))
+        images = [
+            {"name": p.stem, "src": "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()}
+            for p in written
+        ]
+    return images + [{"name": reason, "src": ""} for reason in skipped]
+
+
+def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: bool = True) -> str:
+    tables = collect(paths, spec)
+    strings = Strings()
+    runs = [
+        {
+            "id": i,
+            "name": r.name,
+            "bench": r.bench,
+            "method": r.method,
+            "model": r.model,
+            "flags": list(r.flags),
+            "episodes": episode_payload(r, strings),
+        }
+        for i, r in enumerate(tables.runs)
+    ]
+    env = Environment(
+        loader=PackageLoader("pos_bench.report", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2"), default=True),
+    )
+    template = env.get_template("report.html.j2")
+    return template.render(
+        tables=[(title, table_view(getattr(tables, name))) for name, title in TOP_TABLES],
+        figures=figures(tables) if with_figures else [],
+        runs=runs,
+        payload=pack({"strings": strings.items, "runs": runs}),
+    )
+
+
+def pack(data: Any) -> str:
+    """JSON → gzip → base64, inflated in the page by the browser's DecompressionStream."""
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")

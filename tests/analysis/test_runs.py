@@ -1,0 +1,48 @@
+"""Run folders → runs index: labels, fingerprint, episodes done / left / running, errors and their cause."""
+
+import json
+
+import pandas as pd
+
+from pos_bench.analysis.runs import find_runs, load_run, load_runs, runs_index
+
+
+def test_index_lists_every_run_with_status_and_commonest_error(fixture_runs):
+    root = fixture_runs["toy_pos"].parents[2]
+    assert set(find_runs([root])) == set(fixture_runs.values())
+    index = runs_index(load_runs([root])).set_index("run")
+    raw = index.loc["toy/raw/scripted"]
+    assert (raw["done"], raw["left"], raw["errors"]) == (12, 0, 1)
+    assert raw["commonest error"] == "RuntimeError ×1" and "errors" in raw["flags"]
+    killed = index.loc["toy/pos/scripted_killed"]
+    assert (killed["done"], killed["running"]) == (6, 6) and pd.isna(killed["left"])
+    assert index.loc["toy/pos/scripted", "method tokens"] > index.loc["toy/raw/scripted", "method tokens"]
+    assert index.loc["toy/pos/scripted", "fingerprint"] == killed["fingerprint"]  # same config, copied
+    assert index.loc["toy/pos/scripted", "fingerprint"] != index.loc["toy/raw/scripted", "fingerprint"]
+
+
+def test_recorded_task_count_and_fingerprint_are_used_when_run_json_has_them(fixture_runs, tmp_path):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(fixture_runs["toy_partial"], folder)
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "tasks": 20, "fingerprint": "abc123"}))
+    run = load_run(folder)
+    row = runs_index([run]).iloc[0]
+    assert (row["left"], row["fingerprint"]) == (14, "abc123") and "in progress" in run.flags
+
+
+def test_a_torn_last_line_and_an_empty_folder_do_not_break_loading(fixture_runs, tmp_path):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(fixture_runs["toy_raw"], folder)
+    with (folder / "results.jsonl").open("a") as f:
+        f.write('{"task_id": "toy/0')
+    assert len(load_run(folder).finished) == 12
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "run.json").write_text("{}")
+    run = load_run(empty)
+    assert run.episodes.empty and "in progress" in run.flags

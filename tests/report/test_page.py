@@ -1,0 +1,73 @@
+"""The report file itself: one self-contained file, escaped tables, embedded data that decodes to the runs,
+and the command line."""
+
+import base64
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+from pos_bench.report.page import render
+from tests.analysis.fixture_runs import XSS
+from tests.conftest import REPO
+
+
+def embedded(html: str) -> dict:
+    b64 = re.search(
+        r'<script type="application/gzip-base64" id="report-data">(.*?)</script>', html, re.DOTALL
+    ).group(1)
+    return json.loads(gzip.decompress(base64.b64decode(b64)))
+
+
+def test_report_is_self_contained_and_its_data_is_the_runs(fixture_runs):
+    root = fixture_runs["toy_pos"].parents[2]
+    html = render([root], spec=None, with_figures=False)
+    assert not re.search(r'(src|href)="(https?:)?//', html), "nothing may load from the network"
+    data = embedded(html)
+    names = [r["name"] for r in data["runs"]]
+    assert "toy/pos/scripted" in names and "toy/pos/scripted_killed" in names
+    pos = data["runs"][names.index("toy/pos/scripted")]
+    rows = [json.loads(x) for x in (fixture_runs["toy_pos"] / "results.jsonl").open()]
+    assert len(pos["episodes"]) == len(rows)
+    first = pos["episodes"][0]
+    assert sum(1 for t in first["turns"] if "step" in t) == first["steps"]
+    statuses = [t["memory"]["status"] for t in first["turns"] if "memory" in t]
+    assert statuses[:3] == ["validated", "repaired", "rejected"]
+    assert any(XSS in s for s in data["strings"]) and XSS not in html  # only inside the packed data
+
+
+def test_error_text_in_a_table_cell_is_escaped(fixture_runs, tmp_path):
+    folder = tmp_path / "toy" / "raw" / "scripted"
+    shutil.copytree(fixture_runs["toy_raw"], folder)
+    rows = [json.loads(x) for x in (folder / "results.jsonl").open()]
+    rows[0].update(status="error", error='<img src=x onerror="alert(1)">boom')
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    html = render([folder], spec=None, with_figures=False)
+    assert '<img src=x onerror="alert(1)">' not in html
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;boom" in html
+
+
+def test_command_line_writes_one_file_for_a_finished_and_an_interrupted_run(fixture_runs, tmp_path):
+    out = tmp_path / "report.html"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pos_bench.report",
+            str(fixture_runs["toy_pos"]),
+            str(fixture_runs["toy_partial"]),
+            "-o",
+            str(out),
+            "--spec",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    html = out.read_text()
+    assert "in progress" in html and "data:image/png;base64," in html
+    assert [r["name"] for r in embedded(html)["runs"]] == ["toy/pos/scripted", "toy/pos/scripted_killed"]
