@@ -57,13 +57,13 @@ def scripted_reply(prompt: Prompt, index: int) -> str:
     if not action:
         return text
     reply = json.loads(text)
-    reply["thought"] = reply.get("thought", f"turn {index}") and f"turn {index}"
+    if "thought" in reply:
+        reply["thought"] = f"turn {index}"
+    tool = prompt.schema.get("$defs", {}).get("ToolAction", {}).get("properties", {}).get("name", {})
     if "enum" in action:
         reply["action"] = action["enum"][index % len(action["enum"])]
-    else:
-        tool = prompt.schema["$defs"]["ToolAction"]["properties"]["name"]
-        names = tool.get("enum") or [tool.get("const")]
-        reply["action"] = {"name": names[index % len(names)], "arguments": {}}
+    elif "enum" in tool:
+        reply["action"] = {"name": tool["enum"][index % len(tool["enum"])], "arguments": {}}
     return json.dumps(reply)
 
 
