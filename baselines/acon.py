@@ -25,7 +25,7 @@ from baselines.acon_guidelines import (
 )
 from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
-from pos_bench.prompting import policy_prompt, render_observation
+from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
 
@@ -165,7 +165,7 @@ class Acon(MethodBase):
             current = dataclasses.replace(obs, text=self.shown[1])
         recent = json.dumps(self.steps, indent=1, ensure_ascii=False) if self.steps else "none yet"
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             f"Current observation:\n{render_observation(current)}",
             f"Summary of the earlier steps:\n{self.summary}" if self.summaries else "",
@@ -176,7 +176,7 @@ class Acon(MethodBase):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.config.max_json_retries,
+            max_json_retries=self.config.max_json_retries,
         )
 
     def _observation_text(self, after: Observation) -> str:

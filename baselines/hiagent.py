@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
 from baselines.raw import action_json
-from pos_bench.prompting import render_observation
+from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
 
@@ -150,7 +150,7 @@ class HiAgent(MethodBase):
 
     def prompt(self, obs: Observation) -> Prompt:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             INSTRUCTIONS,
             *self._memory_sections(),
@@ -164,7 +164,7 @@ class HiAgent(MethodBase):
             [self._retrieve_offer()],
             # With no subgoal open one must be stated now, so the schema requires it; later it is optional.
             extra_fields={"subgoal": (str | None, None) if self.subgoals else (str, ...)},
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
         )
 
     def _retrieve(self, step: Step) -> Mapping[str, Any]:

@@ -33,7 +33,7 @@ from baselines.lh_harness_records import (
     render_audit,
 )
 from baselines.raw import action_json
-from pos_bench.prompting import policy_prompt, render_observation
+from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
@@ -202,7 +202,7 @@ class LongHorizonHarness(MethodBase):
         related = "\n\n".join(render_audit(i, self.audits[i]) for i in plan.related_rounds)
         pairs = [{"action": action_json(a), "observation": o} for _, a, o in self.round.pairs]
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             EXECUTOR_RULES,
             f"Audited task state:\n{self._state_text()}",
@@ -222,14 +222,15 @@ class LongHorizonHarness(MethodBase):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
         )
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is None or self.round is None:
             return None
         self.round.pairs.append((step.decision.thought, step.decision.action, step.after.text))
-        if step.after.done or self.round.turns >= self.steps_per_round:
+        # a round ends with a turn, never between the actions of one multi-action reply (SPEC-BASE §7.2)
+        if step.after.done or (step.last_of_turn and self.round.turns >= self.steps_per_round):
             return self._close_round()
         return None
 

@@ -49,26 +49,30 @@ def memory_prompt(
     offers: Sequence[MetaOffer],
     *,
     extra_fields: Mapping[str, tuple[Any, Any]] | None = None,
-    max_repairs: int = 2,
+    max_json_retries: int = 2,
 ) -> Prompt:
     """The shared policy prompt with this turn's memory actions (and any extra decision fields)."""
     offers = [o for o in offers if o.commands]
     names = tuple(o.name for o in offers)
     if obs.tools:
         shown = dataclasses.replace(obs, tools=(*obs.tools, *(o.tool() for o in offers)))
-        schema = decision_model(shown, extra_fields=extra_fields).model_json_schema()
+        schema = decision_model(
+            shown, extra_fields=extra_fields, max_actions=brief.max_actions_per_turn
+        ).model_json_schema()
         listed = names
     else:
         shown = obs
         listed = tuple(c for o in offers for c in o.commands)
-        schema = decision_model(obs, extra_fields=extra_fields, meta_actions=listed).model_json_schema()
+        schema = decision_model(
+            obs, extra_fields=extra_fields, meta_actions=listed, max_actions=brief.max_actions_per_turn
+        ).model_json_schema()
     prompt = policy_prompt(
         brief,
         shown,
         sections,
         meta_actions=listed,
         max_tokens=brief.policy_max_tokens,
-        max_repairs=max_repairs,
+        max_json_retries=max_json_retries,
         schema=schema,
     )
     return dataclasses.replace(prompt, meta_actions=names)

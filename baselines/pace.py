@@ -19,10 +19,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
-from baselines.pace_encoder import Encoder, LlamaCppEncoder
+from baselines.pace_encoder import Encoder, MiniLMEncoder
 from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
-from pos_bench.prompting import render_observation
+from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
@@ -124,7 +124,7 @@ class Pace(MethodBase):
     def __init__(self, model: Model, *, encoder: Encoder | None = None, **settings: Any):
         self.model = model
         self.config = PaceConfig(**settings)
-        self.encoder = encoder if encoder is not None else LlamaCppEncoder()
+        self.encoder = encoder if encoder is not None else MiniLMEncoder()
         self.tokens = TokenCounter(self.config.tokenizer)
         self.chunks: list[Chunk] = []
         self.glimpsed: list[int] = []
@@ -197,7 +197,7 @@ class Pace(MethodBase):
         ]
         latest = [f"[step {ch.id}] {ch.full}" for ch in self.chunks if ch.id not in levels]
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             "Earlier steps, condensed by relevance (`glimpse N` shows step N in full):\n" + "\n".join(older)
             if older
@@ -207,7 +207,11 @@ class Pace(MethodBase):
             f"Current observation:\n{render_observation(obs)}",
         ]
         prompt = memory_prompt(
-            self.brief, obs, sections, [self._glimpse_offer(levels)], max_repairs=self.config.max_json_retries
+            self.brief,
+            obs,
+            sections,
+            [self._glimpse_offer(levels)],
+            max_json_retries=self.config.max_json_retries,
         )
         self.context_tokens = sum(self.tokens.count(m.content) for m in prompt.messages)
         return prompt

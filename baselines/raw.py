@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pos_bench.prompting import policy_prompt, render_observation
+from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.types import Brief, Observation, Prompt, Step, Task, ToolCall
 
@@ -32,7 +32,7 @@ class RawHistory(MethodBase):
 
     def prompt(self, obs: Observation) -> Prompt:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             f"Task: {self.goal}",
             f"Current observation:\n{render_observation(obs)}",
             self.previous_steps(),
@@ -42,7 +42,7 @@ class RawHistory(MethodBase):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
         )
 
     def previous_steps(self) -> str:

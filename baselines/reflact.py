@@ -1,18 +1,19 @@
 """ReflAct (SPEC-BASE §9): each turn the policy writes a goal-state reflection in place of the thought (where it
 is, what it holds, how that relates to the goal; the first one states the plan), then the action. Memory is
 every earlier reflection, action and observation, as in raw. ALFWorld-style command benchmarks only; no extra
-LLM calls.
+LLM calls. The few-shot examples are of the task's own type (`alfworld_examples`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from baselines.alfworld_examples import Episode, examples_for, to_2_1_2, uses_2_1_2
 from baselines.raw import RawHistory
-from baselines.stateact import to_2_1_2, uses_2_1_2
-from pos_bench.prompting import decision_model, policy_prompt, render_observation
+from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
+from pos_bench.protocols import Model
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
 INSTRUCTION = (
@@ -22,53 +23,27 @@ INSTRUCTION = (
     'actions; "Nothing happens." means the last action was invalid.'
 )
 
-# A fictional episode in 2.1.1 text: (reflection, action, observation) per turn.
-EXAMPLE_TASK = "put a clean spoon in drawer."
-EXAMPLE_TURNS = (
-    (
-        (
-            "I am in the middle of the room holding nothing; plan: find a spoon, clean it at the sinkbasin, then put "
-            "it in the drawer, starting with the countertop."
-        ),
-        "go to countertop 1",
-        "You arrive at loc 2. On the countertop 1, you see a spoon 3, and a bowl 1.",
-    ),
-    (
-        "I am at countertop 1 holding nothing and a spoon 3 is here, the object my goal needs.",
-        "take spoon 3 from countertop 1",
-        "You pick up the spoon 3 from the countertop 1.",
-    ),
-    (
-        "I hold spoon 3 but it is not clean yet, so the sinkbasin comes before the drawer.",
-        "go to sinkbasin 1",
-        "You arrive at loc 5. On the sinkbasin 1, you see nothing.",
-    ),
-    (
-        "I am at sinkbasin 1 holding the unclean spoon 3; cleaning it here satisfies the first half of the goal.",
-        "clean spoon 3 with sinkbasin 1",
-        "You clean the spoon 3 using the sinkbasin 1.",
-    ),
-    (
-        "I hold a clean spoon 3; only placing it in the drawer remains.",
-        "go to drawer 1",
-        "You arrive at loc 1. On the drawer 1, you see a fork 2.",
-    ),
-    (
-        "I am at drawer 1 holding the clean spoon 3, so putting it here completes the goal.",
-        "put spoon 3 in/on drawer 1",
-        "You put the spoon 3 in/on the drawer 1.",
-    ),
-)
 
-
-def render_example(modern: bool) -> str:
+def render_examples(episodes: Sequence[Episode], modern: bool) -> str:
     fix = to_2_1_2 if modern else (lambda text: text)
-    steps = [{"reflection": r, "action": fix(a), "observation": fix(o)} for r, a, o in EXAMPLE_TURNS]
-    return f"Example episode (task: {EXAMPLE_TASK}):\n" + json.dumps(steps, indent=1, ensure_ascii=False)
+    parts = []
+    for episode in episodes:
+        steps = [{"reflection": r, "action": fix(a), "observation": fix(o)} for r, a, o in episode.turns]
+        parts.append(
+            f"Example episode (task: {episode.task}):\n" + json.dumps(steps, indent=1, ensure_ascii=False)
+        )
+    return "\n\n".join(parts)
 
 
 class ReflAct(RawHistory):
-    """Raw history with a goal-state reflection in place of the thought."""
+    """Raw history with a goal-state reflection in place of the thought; `n_examples` (1 or 2) episodes of the
+    task's own type are shown (SPEC-BASE §9)."""
+
+    def __init__(self, model: Model, *, max_json_retries: int = 2, n_examples: int = 1):
+        if n_examples not in (1, 2):
+            raise ValueError(f"n_examples must be 1 or 2, got {n_examples}")
+        super().__init__(model, max_json_retries=max_json_retries)
+        self.n_examples = n_examples
 
     def unsupported(self, first: Observation) -> str | None:
         if first.tools:
@@ -80,12 +55,13 @@ class ReflAct(RawHistory):
         if problem:
             raise ValueError(problem)
         super().start(task, brief, first)
+        self.examples = examples_for(task.meta, count=self.n_examples)
 
     def prompt(self, obs: Observation) -> Prompt:
         sections = [
-            self.brief.example,
+            example_section(self.brief),
             INSTRUCTION,
-            render_example(uses_2_1_2(obs)),
+            render_examples(self.examples.episodes, uses_2_1_2(obs.actions)),
             f"Task: {self.goal}",
             f"Current observation:\n{render_observation(obs)}",
             self.previous_steps(),
@@ -96,7 +72,7 @@ class ReflAct(RawHistory):
             obs,
             sections,
             max_tokens=self.brief.policy_max_tokens,
-            max_repairs=self.max_json_retries,
+            max_json_retries=self.max_json_retries,
             schema=schema,
         )
 
@@ -114,4 +90,6 @@ class ReflAct(RawHistory):
         return {
             "history_steps": len(self.history),
             "empty_reflections": sum(not h["reflection"].strip() for h in self.history),
+            "example_type": self.examples.task_type,
+            "example_type_matched": self.examples.matched,
         }

@@ -7,9 +7,11 @@ folder, a bad results or cache file); 130 interrupted (rerun the same command to
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsError
 from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
 from pos_bench.summary import Summary, format_errors, format_notes, format_table
+from pos_bench.types import to_jsonable
 
 REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
 """Errors that stop a run before (or instead of) playing: one message, exit code 2."""
@@ -55,7 +58,7 @@ def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, An
     }
 
 
-def play(cfg: DictConfig) -> Summary:
+def run_command(cfg: DictConfig) -> Summary:
     plain = OmegaConf.to_container(cfg, resolve=True)
     prepared = preflight(plain)
     identity = run_identity(plain, prepared.description)
@@ -77,7 +80,7 @@ def play(cfg: DictConfig) -> Summary:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> Summary:
     try:
-        summary = play(cfg)
+        summary = run_command(cfg)
     except REFUSALS as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
@@ -91,20 +94,40 @@ def main(cfg: DictConfig) -> Summary:
     return summary
 
 
-class SweepTable(Callback):
-    """After a `-m` sweep, print one table with a row per finished job."""
+SWEEP_LOG = "POS_BENCH_SWEEP_LOG"
+"""Environment variable naming the file where a sweep's jobs list their summaries."""
 
-    def __init__(self) -> None:
-        self.summaries: list[Summary] = []
+
+class SweepTable(Callback):
+    """After a `-m` sweep, print one table with a row per finished job.
+
+    With a launcher that runs jobs in other processes or on other hosts (submitit), `on_job_end` runs
+    there and `on_multirun_end` here, so each job appends its summary to a file in the sweep directory
+    (named by an environment variable the jobs inherit) and the table is read back from it.
+    """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        log = Path(config.hydra.sweep.dir).resolve() / f".sweep-{os.getpid()}-{time.time_ns()}.jsonl"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+        os.environ[SWEEP_LOG] = str(log)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
-        if job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, Summary):
-            self.summaries.append(job_return.return_value)
+        log = os.environ.get(SWEEP_LOG)
+        if log and job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, Summary):
+            row = {"num": job_return.hydra_cfg.hydra.job.num, "summary": to_jsonable(job_return.return_value)}
+            with open(log, "a", encoding="utf-8") as f:  # one short line per job: appends do not interleave
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.summaries:
+        log = Path(os.environ.pop(SWEEP_LOG, "") or "/nonexistent")
+        if not log.is_file():
+            return
+        rows = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["num"])
+        log.unlink()
+        if rows:
             print("\n== sweep ==")
-            print(format_table(self.summaries))
+            print(format_table([row["summary"] for row in rows]))
 
 
 if __name__ == "__main__":

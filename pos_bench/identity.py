@@ -104,6 +104,7 @@ def run_identity(cfg: Mapping[str, Any], description: Mapping[str, Any]) -> RunI
             for role, node in (cfg.get("roles") or {}).items()
         },
         "runner": {k: (cfg.get("runner") or {}).get(k) for k in EPISODE_RUNNER_KEYS},
+        "loop": dict(cfg.get("loop") or {}),
         "expert": bool(cfg.get("expert", False)),
         "version": __version__,
     }

@@ -1,7 +1,8 @@
 """The one agent loop. Every method on every benchmark is played by `play`.
 
 Order of a step: benchmark observation → method builds the prompt → model → parsed decision →
-benchmark step → method updates its memory (STYLE §5).
+benchmark step → method updates its memory (STYLE §5). A reply may hold up to the benchmark's
+`max_actions_per_turn` actions; each executed action is one transition for the method (SPEC-POS §5.1).
 """
 
 from __future__ import annotations
@@ -9,31 +10,90 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pos_bench.parse import ParseFailure, parse_decision
-from pos_bench.prompting import REPAIR_REQUEST
+from pos_bench.prompting import repair_request
 from pos_bench.protocols import Env, Method, Model
 from pos_bench.transcript import Transcript
 from pos_bench.types import Brief, Decision, EpisodeResult, Message, Observation, Step, Task
 
+Exhausted = Literal["spend_turn", "error"]
 
-def decide(method: Method, model: Model, obs: Observation, log: Transcript, turn: int) -> Decision | None:
-    """Ask the method for its next decision; repair a reply without an executable action at most
-    `prompt.max_repairs` times. `None` means the turn is spent."""
+
+@dataclass(frozen=True)
+class RetryBudget:
+    """What the loop does with a policy reply it cannot use (SPEC-BASE §2.1 items 4–5, SPEC-POS §5.1, §5.5).
+
+    JSON repairs (`Prompt.max_json_retries`, set by the method) and missing-action retries are counted
+    apart; what follows their exhaustion is a framework choice, recorded in `run.json`."""
+
+    missing_action_retries: int = 1
+    """Retries with the missing-action directive after a JSON reply without an executable action."""
+    on_json_exhausted: Exhausted = "error"
+    """After `max_json_retries` repairs still no JSON: `error` ends the episode as errored (SPEC-POS §5.5),
+    `spend_turn` consumes the turn without an env step."""
+    on_action_exhausted: Exhausted = "spend_turn"
+    """After the missing-action retries still no action: `spend_turn` (SPEC-POS §5.1, T62) or `error`."""
+
+    def __post_init__(self) -> None:
+        if self.missing_action_retries < 0:
+            raise ValueError(f"loop.missing_action_retries must be ≥ 0, got {self.missing_action_retries}")
+        for name in ("on_json_exhausted", "on_action_exhausted"):
+            if getattr(self, name) not in ("spend_turn", "error"):
+                raise ValueError(f"loop.{name} must be 'spend_turn' or 'error', got {getattr(self, name)!r}")
+
+
+class UnusableReply(RuntimeError):
+    """A policy reply still unusable after its retries, under the `error` policy: the episode errors."""
+
+
+def decide(
+    method: Method,
+    model: Model,
+    obs: Observation,
+    log: Transcript,
+    turn: int,
+    *,
+    brief: Brief,
+    budget: RetryBudget,
+) -> Decision | None:
+    """Ask the method for its next decision, with JSON repairs and missing-action retries counted apart.
+
+    `None` means the turn is spent; under the `error` policy an exhausted budget raises `UnusableReply`."""
     request = method.prompt(obs)
     if isinstance(request, Decision):
         return request
     prompt = request
-    for attempt in range(prompt.max_repairs + 1):
+    left = {False: prompt.max_json_retries, True: budget.missing_action_retries}
+    attempt = 0
+    while True:
         reply = model.generate(prompt, role="agent")
-        parsed = parse_decision(reply.text, obs, prompt.meta_actions)
+        parsed = parse_decision(reply.text, obs, prompt.meta_actions, max_actions=brief.max_actions_per_turn)
         if not isinstance(parsed, ParseFailure):
             return parsed
-        log.write("parse_failure", turn=turn, attempt=attempt, problem=parsed.problem)
-        repair = Message("user", REPAIR_REQUEST.format(problem=parsed.problem))
-        prompt = prompt.extended(Message("assistant", reply.text), repair)
-    return None
+        missing_action = parsed.json_readable
+        log.write(
+            "parse_failure",
+            turn=turn,
+            attempt=attempt,
+            problem=parsed.problem,
+            retry="missing_action" if missing_action else "json",
+        )
+        if left[missing_action] == 0:
+            policy = budget.on_action_exhausted if missing_action else budget.on_json_exhausted
+            if policy == "error":
+                raise UnusableReply(
+                    f"turn {turn}: policy reply unusable after its retries ({parsed.problem})"
+                )
+            return None
+        left[missing_action] -= 1
+        attempt += 1
+        text = repair_request(
+            parsed.problem, missing_action=missing_action, max_actions=brief.max_actions_per_turn
+        )
+        prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
 
 
 def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
@@ -53,11 +113,13 @@ def play(
     max_turns: int,
     log: Transcript,
     max_meta_per_turn: int = 3,
+    budget: RetryBudget = RetryBudget(),
 ) -> EpisodeResult:
     """Play one episode to `done` or the turn budget. Exceptions propagate to the runner.
 
     Meta-actions (memory operations) do not consume a turn, but more than `max_meta_per_turn` of
-    them in one turn spend it, so a method cannot stall the episode.
+    them in one turn spend it, so a method cannot stall the episode. A reply's actions run in order,
+    at most `brief.max_actions_per_turn` of them, and the turn stops early when one ends the episode.
     """
     started = time.perf_counter()
     obs = env.reset(task)
@@ -68,7 +130,7 @@ def play(
     while turn < max_turns and not obs.done:
         if turn == max_turns - 1 and brief.final_turn_note and brief.final_turn_note not in obs.notes:
             obs = dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
-        decision = decide(method, model, obs, log, turn)
+        decision = decide(method, model, obs, log, turn, brief=brief, budget=budget)
         is_meta = decision is not None and decision.action is None and decision.meta is not None
         if is_meta and meta_in_turn < max_meta_per_turn:
             meta_actions += 1
@@ -84,19 +146,26 @@ def play(
             log.write("turn_spent", turn=turn)
             turn += 1
             continue
-        after = env.step(decision.action)
-        steps += 1
-        log.write("step", turn=turn, thought=decision.thought, action=decision.action, observation=after)
-        try:
-            record = method.update(Step(turn, obs, decision, after))
-        except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
-            if not (after.done or turn == max_turns - 1):
-                raise
-            record = None
-            context_errors.append(context_error(turn, "update", error, log))
-        if record:
-            log.write("memory", turn=turn, record=record)
-        obs = after
+        actions = decision.actions[: brief.max_actions_per_turn]
+        if len(decision.actions) > len(actions):
+            log.write("actions_dropped", turn=turn, dropped=decision.actions[len(actions) :])
+        for index, action in enumerate(actions):
+            after = env.step(action)
+            steps += 1
+            last = after.done or index == len(actions) - 1
+            log.write("step", turn=turn, thought=decision.thought, action=action, observation=after)
+            try:
+                record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
+            except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
+                if not (after.done or (last and turn == max_turns - 1)):
+                    raise
+                record = None
+                context_errors.append(context_error(turn, "update", error, log))
+            if record:
+                log.write("memory", turn=turn, record=record)
+            obs = after
+            if after.done:
+                break
         turn += 1
     score = env.score()
     try:

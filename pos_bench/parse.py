@@ -63,6 +63,9 @@ class ParseFailure:
     """Why a reply held no executable action; shown to the model in the repair request."""
 
     problem: str
+    json_readable: bool = True
+    """False when the reply held no JSON object at all (a JSON repair); True when a JSON object came but
+    without an executable action (the missing-action retry)."""
 
 
 def extract_json_object(text: str) -> Mapping[str, Any] | None:
@@ -112,23 +115,52 @@ def _meta_name(action: Action) -> str:
     return re.split(r"[\s(]", action, maxsplit=1)[0]
 
 
+def _raw_actions(payload: Mapping[str, Any], max_actions: int) -> list[Any] | ParseFailure:
+    """The reply's actions before conversion: `"actions"` (a list) when several are allowed, else `"action"`.
+
+    Either key is read in both modes, so a one-action reply to a multi-action benchmark still counts."""
+    if max_actions > 1 and "actions" in payload:
+        raw = payload["actions"]
+        if not isinstance(raw, list) or not raw:
+            return ParseFailure('"actions" is not a non-empty list')
+        return raw
+    if "action" in payload:
+        return [payload["action"]]
+    key = '"actions" key' if max_actions > 1 else '"action" key'
+    return ParseFailure(f"the JSON object has no {key}")
+
+
 def parse_decision(
-    text: str, obs: Observation, meta_actions: Sequence[str] = (), thought_key: str = "thought"
+    text: str,
+    obs: Observation,
+    meta_actions: Sequence[str] = (),
+    thought_key: str = "thought",
+    max_actions: int = 1,
 ) -> Decision | ParseFailure:
-    """Read a policy reply. Meta-actions named in `meta_actions` become `Decision(action=None, meta=…)`."""
+    """Read a policy reply. Meta-actions named in `meta_actions` become `Decision(action=None, meta=…)`.
+
+    With `max_actions` > 1 the reply may list several actions; all are kept (the loop runs at most
+    `max_actions` of them). A meta-action must be the only one of its reply."""
     payload = extract_json_object(text)
     if payload is None:
-        return ParseFailure("the reply is not a JSON object")
+        return ParseFailure("the reply is not a JSON object", json_readable=False)
     if too_deep(payload):
-        return ParseFailure(f"the JSON object is nested deeper than {MAX_DEPTH} levels")
-    if "action" not in payload:
-        return ParseFailure('the JSON object has no "action" key')
-    action = _as_action(payload["action"], obs)
-    if isinstance(action, ParseFailure):
-        return action
+        return ParseFailure(f"the JSON object is nested deeper than {MAX_DEPTH} levels", json_readable=False)
+    raw = _raw_actions(payload, max_actions)
+    if isinstance(raw, ParseFailure):
+        return raw
+    actions = []
+    for item in raw:
+        action = _as_action(item, obs)
+        if isinstance(action, ParseFailure):
+            return action
+        actions.append(action)
     thought = payload.get(thought_key, "")
-    extra = {k: v for k, v in payload.items() if k not in ("action", thought_key)}
+    extra = {k: v for k, v in payload.items() if k not in ("action", "actions", thought_key)}
     thought = thought if isinstance(thought, str) else json.dumps(thought, ensure_ascii=False)
-    if meta_actions and _meta_name(action) in meta_actions:
-        return Decision(thought=thought, action=None, meta=action, extra=extra)
-    return Decision(thought=thought, action=action, extra=extra)
+    metas = [a for a in actions if meta_actions and _meta_name(a) in meta_actions]
+    if metas and len(actions) > 1:
+        return ParseFailure("a memory action must be the only action of its reply")
+    if metas:
+        return Decision(thought=thought, action=None, meta=metas[0], extra=extra)
+    return Decision(thought=thought, action=actions[0], extra=extra, then=tuple(actions[1:]))

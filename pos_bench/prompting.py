@@ -21,6 +21,14 @@ REPLY_CONTRACT = (
     '"action" (the single action to take now).'
 )
 
+MULTI_REPLY_CONTRACT = (
+    "Reply with one JSON object and nothing else, with the keys "
+    '"thought" (a sentence on what the newest observation showed and what is still open) and '
+    '"actions" (a list of 1 to {n} actions, run one after another in the listed order, each giving its own '
+    "observation). List together only actions that do not need one another's results; an action that ends "
+    "the episode must come last, and nothing listed after it runs."
+)
+
 COMMAND_RULE = (
     "The action is a command string passed to the environment unchanged: copy it exactly from the "
     "available actions; a similar name is a different object."
@@ -31,11 +39,39 @@ TOOL_RULE = (
     "available tools with arguments that follow its schema."
 )
 
-REPAIR_REQUEST = (
+MULTI_TOOL_RULE = (
+    'Each action is an object {"name": <tool name>, "arguments": {...}} calling one of the available tools '
+    "with arguments that follow its schema."
+)
+
+MISSING_ACTION_REQUEST = (
     "The episode has not ended, and that reply contained no executable action ({problem}). Prose, an "
     '"answer" key or a claim of being finished do not count. Reply again with one JSON object holding '
-    '"thought" and "action", the action taken verbatim from the available actions.'
+    '"thought" and {key}, the action taken verbatim from the available actions; a similar name is a '
+    "different object."
 )
+
+JSON_REPAIR_REQUEST = (
+    "That reply could not be read ({problem}). Send the same decision again as one complete JSON object "
+    'with the keys "thought" and {key}, and nothing outside it.'
+)
+
+
+def _action_key(max_actions: int) -> str:
+    return '"action"' if max_actions == 1 else f'"actions" (1 to {max_actions} actions)'
+
+
+def repair_request(problem: str, *, missing_action: bool, max_actions: int = 1) -> str:
+    """The loop's follow-up to an unusable reply: a JSON repair, or the missing-action directive (SPEC-POS §5.1)."""
+    template = MISSING_ACTION_REQUEST if missing_action else JSON_REPAIR_REQUEST
+    return template.format(problem=problem, key=_action_key(max_actions))
+
+
+def example_section(brief: Brief) -> str:
+    """What a history-based baseline shows before the task: the format example and any reasoning hint.
+
+    PoS shows `brief.example` only (SPEC-POS §9.1: no RCA-100 example under PoS)."""
+    return "\n\n".join(part for part in (brief.example, brief.reasoning_hint) if part)
 
 
 def render_actions(obs: Observation, meta_actions: Sequence[str] = ()) -> str:
@@ -55,12 +91,15 @@ def render_observation(obs: Observation) -> str:
     return "\n\n".join([obs.text, *obs.notes])
 
 
-def action_rule(obs: Observation) -> str:
-    return TOOL_RULE if obs.tools else COMMAND_RULE
+def action_rule(obs: Observation, max_actions: int = 1) -> str:
+    if obs.tools:
+        return TOOL_RULE if max_actions == 1 else MULTI_TOOL_RULE
+    return COMMAND_RULE
 
 
-def closing_request(obs: Observation) -> str:
-    return f"{REPLY_CONTRACT} {action_rule(obs)}"
+def closing_request(obs: Observation, max_actions: int = 1) -> str:
+    contract = REPLY_CONTRACT if max_actions == 1 else MULTI_REPLY_CONTRACT.format(n=max_actions)
+    return f"{contract} {action_rule(obs, max_actions)}"
 
 
 def tool_names(obs: Observation) -> tuple[str, ...]:
@@ -92,36 +131,47 @@ def decision_model(
     extra_fields: Mapping[str, tuple[Any, Any]] | None = None,
     meta_actions: Sequence[str] = (),
     thought_key: str = "thought",
+    max_actions: int = 1,
 ) -> type[BaseModel]:
     """A pydantic model of the policy reply for this observation.
 
     Command benchmarks constrain `action` to the admissible list and tool benchmarks the tool name to the
     available tools (plus meta-action names in both), so a schema-constrained model always emits an
-    executable action.
+    executable action. With `max_actions` > 1 the reply holds `actions`, a list of 1 to `max_actions`.
     """
     kind, choices = _choices(obs, meta_actions)
     if kind == "tool":
         action_type: Any = _tool_action(choices)
     else:
         action_type = Literal[choices] if choices else str  # type: ignore[valid-type]
-    fields: dict[str, Any] = {thought_key: (str, ...), **(extra_fields or {}), "action": (action_type, ...)}
+    if max_actions == 1:
+        action_field: dict[str, Any] = {"action": (action_type, ...)}
+    else:
+        action_field = {"actions": (list[action_type], Field(..., min_length=1, max_length=max_actions))}
+    fields: dict[str, Any] = {thought_key: (str, ...), **(extra_fields or {}), **action_field}
     return create_model("Decision", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-def decision_schema(obs: Observation, *, meta_actions: Sequence[str] = (), **kwargs: Any) -> dict[str, Any]:
+def decision_schema(
+    obs: Observation, *, meta_actions: Sequence[str] = (), max_actions: int = 1, **kwargs: Any
+) -> dict[str, Any]:
     """The JSON schema of `decision_model`; the plain reply shape is built once per action set (it is the
     same dict on every call, so treat it as read-only)."""
     if kwargs:
-        return decision_model(obs, meta_actions=meta_actions, **kwargs).model_json_schema()
-    return _plain_schema(*_choices(obs, meta_actions))
+        return decision_model(
+            obs, meta_actions=meta_actions, max_actions=max_actions, **kwargs
+        ).model_json_schema()
+    return _plain_schema(*_choices(obs, meta_actions), max_actions)
 
 
 @functools.lru_cache(maxsize=512)
-def _plain_schema(kind: str, choices: tuple[str, ...]) -> dict[str, Any]:
+def _plain_schema(kind: str, choices: tuple[str, ...], max_actions: int) -> dict[str, Any]:
     if kind == "tool":
         tools = tuple({"type": "function", "function": {"name": n}} for n in choices) or ({},)
-        return decision_model(Observation(text="", tools=tools)).model_json_schema()
-    return decision_model(Observation(text="", actions=choices)).model_json_schema()
+        obs = Observation(text="", tools=tools)
+    else:
+        obs = Observation(text="", actions=choices)
+    return decision_model(obs, max_actions=max_actions).model_json_schema()
 
 
 def policy_prompt(
@@ -131,18 +181,22 @@ def policy_prompt(
     *,
     meta_actions: Sequence[str] = (),
     max_tokens: int | None = None,
-    max_repairs: int = 1,
+    max_json_retries: int = 1,
     schema: Mapping[str, Any] | None = None,
 ) -> Prompt:
     """Assemble a policy prompt: the benchmark's system prompt, the method's memory sections in order,
-    the available actions and the shared closing request."""
+    the available actions and the shared closing request (one action, or up to the benchmark's
+    `max_actions_per_turn`). A method's own `schema` must be built with the same `max_actions`."""
+    n = brief.max_actions_per_turn
     parts = [s for s in sections if s]
     parts.append(render_actions(obs, meta_actions))
-    parts.append(closing_request(obs))
+    parts.append(closing_request(obs, n))
     return Prompt(
         messages=(Message("system", brief.system), Message("user", "\n\n".join(parts))),
-        schema=schema if schema is not None else decision_schema(obs, meta_actions=meta_actions),
+        schema=schema
+        if schema is not None
+        else decision_schema(obs, meta_actions=meta_actions, max_actions=n),
         max_tokens=max_tokens,
         meta_actions=tuple(meta_actions),
-        max_repairs=max_repairs,
+        max_json_retries=max_json_retries,
     )

@@ -67,6 +67,23 @@ class ExpertBenchmark(Benchmark, Protocol):
 
 
 @runtime_checkable
+class LabelledBenchmark(Benchmark, Protocol):
+    """A benchmark with a setting that decides what its scores mean (ClinDiag's judge): `labels` joins the
+    run's labels, so run.json, the summary and every table row show it."""
+
+    labels: Mapping[str, str]
+
+
+@runtime_checkable
+class RescorableBenchmark(Benchmark, Protocol):
+    """A benchmark whose score is a function of the episode's transcript, so a run can be judged again."""
+
+    def score_transcript(self, task: Task, events: Sequence[Mapping[str, Any]], model: Model) -> Score:
+        """Score the episode `events` (its events.jsonl lines) record; `model` serves benchmark roles only."""
+        ...
+
+
+@runtime_checkable
 class Method(Protocol):
     """An agent's memory: builds the policy prompt and updates itself from each transition.
 

@@ -16,27 +16,29 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
+from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
+from pos_bench.context_load import context_load
 from pos_bench.identity import RunIdentity, check_folder, run_identity
-from pos_bench.loop import play
+from pos_bench.loop import RetryBudget, play
 from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.preflight import ConfigError, check_config
 from pos_bench.progress import Progress
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
-from pos_bench.types import EpisodeResult, Observation, Task, result_from_json, result_row
-from pos_bench.workers import play_all
+from pos_bench.types import EpisodeResult, Observation, Task, result_from_json, result_row, to_jsonable
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,13 @@ class RunnerConfig:
     n_jobs: int = 1
     """Episodes in flight at once."""
     backend: str = "loky"
-    """`loky` (one worker process per slot, for CPU-bound engines and local models) or `threading` (for remote
-    endpoints, where episodes mostly wait on the network)."""
+    """`loky` (one worker process per slot, for CPU-bound engines and local models), `threading` (for remote
+    endpoints, where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see
+    `backends.py`."""
+    workers: int | None = None
+    """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
+    ray_address: str | None = None
+    """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
     retry_errors: bool = True
     """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
     them as finished."""
@@ -56,13 +63,18 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
-        if self.backend not in ("loky", "threading"):
-            raise ValueError(f"runner.backend must be 'loky' or 'threading', got {self.backend!r}")
+        Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
         if self.max_meta_per_turn < 0:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
 
-RECORDS = {"runner": RunnerConfig, "retry": RetryPolicy, "cache": CacheConfig, "prices": Price}
+RECORDS = {
+    "runner": RunnerConfig,
+    "retry": RetryPolicy,
+    "cache": CacheConfig,
+    "prices": Price,
+    "loop": RetryBudget,
+}
 """The plain config nodes and the records that validate them."""
 
 
@@ -105,7 +117,11 @@ def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | No
 
 
 def run_episode(
-    cfg: Mapping[str, Any], task: Task, run_dir: Path, parent_pid: int | None = None
+    cfg: Mapping[str, Any],
+    task: Task,
+    run_dir: Path,
+    parent_pid: int | None = None,
+    shared: Shared | None = None,
 ) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
     result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
@@ -118,7 +134,8 @@ def run_episode(
     model: Recorded | None = None
     try:
         benchmark = instantiate(cfg["bench"], _convert_="all")
-        model = Recorded(build_model(cfg), log)
+        services = {"budget": shared.budget, "store": shared.store} if shared else {}
+        model = Recorded(build_model(cfg, **services), log)
         env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
         try:
             with instantiate(cfg["method"], _convert_="all")(model=model) as method:
@@ -131,6 +148,7 @@ def run_episode(
                     max_turns=benchmark.max_turns,
                     log=log,
                     max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
+                    budget=RetryBudget(**(cfg.get("loop") or {})),
                 )
         finally:
             env.close()
@@ -138,6 +156,8 @@ def run_episode(
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
         result = error_result(task, error, model.usage if model else None)
+    if model is not None:
+        result = replace(result, **vars(context_load(model.calls)))
     try:
         write_result(folder / "result.json", result, redactor)
     except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
@@ -165,11 +185,12 @@ def no_expert(benchmark: Benchmark) -> str:
 def episodes(
     work: Callable[[Task], EpisodeResult],
     tasks: list[Task],
-    runner: RunnerConfig,
+    pool: Pool,
     tick: Callable[[list[Task]], None] | None = None,
 ) -> Iterator[EpisodeResult]:
-    """Where episodes run: one result per task, in completion order; a dead worker costs its episode only."""
-    return play_all(work, tasks, n_jobs=runner.n_jobs, backend=runner.backend, tick=tick)
+    """Where episodes run (`backends.py`): one result per task, in completion order; a dead worker costs its
+    episode only."""
+    return pool.map_unordered(work, tasks, tick=tick)
 
 
 def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
@@ -185,6 +206,8 @@ class Prepared:
 
     tasks: list[Task]
     description: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The benchmark's own labels (e.g. `judge`), added to the run's."""
 
 
 def preflight(cfg: Mapping[str, Any]) -> Prepared:
@@ -194,9 +217,11 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         benchmark = instantiate(cfg["bench"], _convert_="all")
         tasks = list(benchmark.tasks())
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
-        raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
+    labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
     try:
         model = build_model(cfg)
         description = dict(model.describe())
@@ -209,7 +234,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
-    return Prepared(tasks, description)
+    return Prepared(tasks, description, labels)
 
 
 def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
@@ -251,6 +276,7 @@ def run(
 ) -> Summary:
     """Play every pending task of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
+    labels = {**labels, **prepared.labels}
     identity = identity or run_identity(cfg, prepared.description)
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
@@ -264,15 +290,25 @@ def run(
             "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
             "model": prepared.description,
             "config": cfg,
+            # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
+            "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
         }
         write_result(run_dir / "run.json", meta, redactor)
-        work = functools.partial(run_episode, cfg, run_dir=run_dir, parent_pid=os.getpid())
         total = len(prepared.tasks)
         progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+        placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
         try:
-            for result in episodes(work, todo, runner, tick=progress.tick):
-                record(results, result)
-                progress.finished(result)
+            with session(placement, cfg) as pool:
+                work = functools.partial(
+                    run_episode,
+                    cfg,
+                    run_dir=run_dir.resolve(),
+                    parent_pid=worker_parent_pid(runner.backend),
+                    shared=pool.shared,
+                )
+                for result in episodes(work, todo, pool, tick=progress.tick):
+                    record(results, result)
+                    progress.finished(result)
         except KeyboardInterrupt:
             raise RunInterrupted(
                 f"interrupted: {progress.saved} of {total} episodes "

@@ -56,6 +56,10 @@ class Summary:
     """Success rate per value of each task-meta key (e.g. task type, subset)."""
     cost: Mapping[str, float] = field(default_factory=dict)
     """Money spent per role over the run, from the optional `prices` table (empty without one)."""
+    mean_peak_input_tokens: float = 0.0
+    """Mean per-episode Peak (largest policy input, SPEC-BASE §2.5)."""
+    mean_dependency_m: float = 0.0
+    """Mean per-episode Dependency of the policy calls, in millions (SPEC-BASE §2.5)."""
     error_causes: tuple[ErrorCause, ...] = ()
     """The errors' causes, most common first."""
     notes: tuple[str, ...] = (EXTRAS_NOTE,)
@@ -140,7 +144,8 @@ def summarize(
         for r in results
     ]
     extras = extra_means(results)
-    if results and "model" in labels and not any(r.usage for r in results):
+    played = any(r.status == "done" for r in results)
+    if played and "model" in labels and not any(r.usage for r in results):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
     by_group: dict[str, dict[str, float]] = {}
     frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
@@ -161,6 +166,8 @@ def summarize(
         extras=extras,
         by_group=by_group,
         cost=role_cost(usage, prices or {}),
+        mean_peak_input_tokens=_mean([r.peak_input_tokens for r in results]),
+        mean_dependency_m=_mean([r.dependency_m for r in results]),
         error_causes=error_causes(results),
     )
 
@@ -203,6 +210,8 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
             steps=round(data["mean_steps"], 1),
             turns=round(data["mean_turns"], 1),
             tokens_per_ep=round(data["method_tokens_per_episode"]),
+            peak=round(data.get("mean_peak_input_tokens", 0.0)),
+            dependency_m=round(data.get("mean_dependency_m", 0.0), 3),
         )
         if data.get("cost"):
             method_cost = sum(v for k, v in data["cost"].items() if not k.startswith(BENCHMARK_ROLE_PREFIX))

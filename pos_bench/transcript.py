@@ -63,6 +63,8 @@ class Recorded:
         self.name = model.name
         self.transcript = transcript
         self.usage: dict[str, Usage] = {}
+        self.calls: list[tuple[str, Usage]] = []
+        """(role, usage) of every call in order, for per-call measures such as Peak (SPEC-BASE §2.5)."""
 
     def describe(self) -> Mapping[str, Any]:
         return self.inner.describe()
@@ -77,6 +79,7 @@ class Recorded:
             )
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
+        self.calls.append((role, reply.usage))
         self.transcript.write(
             "call",
             role=role,

@@ -41,13 +41,23 @@ class Brief:
     system: str
     """The policy system prompt."""
     example: str = ""
-    """A short, fictional format-only example shown before the task."""
+    """A short, fictional format-only example shown before the task (every method, PoS included)."""
+    reasoning_hint: str = ""
+    """A one-sentence reasoning hint shown by the history-based baselines and not under PoS (SPEC-BASE §2.3:
+    RCA-100's hint in place of a format example; SPEC-POS §9.1)."""
     final_turn_note: str = ""
     """Added to the observation on the last turn; empty for benchmarks without one."""
     mode: Literal["execution", "diagnostic"] = "execution"
     """PoS task mode (SPEC-POS §14)."""
     policy_max_tokens: int = 512
     """Reply budget of a policy call (SPEC-BASE §3: ALFWorld 512, the others 4096)."""
+    max_actions_per_turn: int = 1
+    """Actions one policy reply may hold, executed in order (SPEC-BASE §2.2: RCA-100 3, the others 1). Above 1
+    the reply holds an `"actions"` list instead of one `"action"`."""
+
+    def __post_init__(self) -> None:
+        if self.max_actions_per_turn < 1:
+            raise ValueError(f"max_actions_per_turn must be ≥ 1, got {self.max_actions_per_turn}")
 
 
 @dataclass(frozen=True)
@@ -83,8 +93,9 @@ class Prompt:
     max_tokens: int | None = None
     meta_actions: tuple[str, ...] = ()
     """Names of method meta-actions (e.g. `glimpse`) that the loop answers without an env step."""
-    max_repairs: int = 1
-    """Repair requests the loop may send when a policy reply has no executable action."""
+    max_json_retries: int = 1
+    """JSON repair requests the loop may send when a policy reply holds no JSON object (the missing-action
+    retry is counted apart, by the loop's `RetryBudget`)."""
 
     def extended(self, *messages: Message) -> Prompt:
         return dataclasses.replace(self, messages=self.messages + tuple(messages))
@@ -121,16 +132,31 @@ class Decision:
     meta: Action | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Method-specific reply fields (a subgoal, a reflection, a passport)."""
+    then: tuple[Action, ...] = ()
+    """The further actions of a multi-action reply, executed after `action` in order (SPEC-BASE §2.2)."""
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """Every action of the reply in execution order; empty for a memory operation or a spent turn."""
+        return () if self.action is None else (self.action, *self.then)
+
+    def only(self, action: Action) -> Decision:
+        """This reply seen as the transition of one of its actions (what a method's `update` receives)."""
+        return dataclasses.replace(self, action=action, then=())
 
 
 @dataclass(frozen=True)
 class Step:
-    """One policy turn as the method sees it after the fact. `after is None` for a meta-action."""
+    """One executed action (a transition) as the method sees it after the fact. `after is None` for a
+    meta-action. A multi-action turn yields one Step per executed action, all with the same `turn`."""
 
     turn: int
     before: Observation
     decision: Decision
+    """The reply narrowed to this step's action (`Decision.only`)."""
     after: Observation | None
+    last_of_turn: bool = True
+    """False while further actions of the same reply are still to run."""
 
 
 @dataclass(frozen=True)
@@ -152,13 +178,18 @@ class EpisodeResult:
     score: float = 0.0
     extras: Mapping[str, Any] = field(default_factory=dict)
     turns: int = 0
+    """Policy turns used (policy calls that were not memory operations, spent turns included)."""
     steps: int = 0
-    """Environment actions executed."""
+    """Environment actions executed (up to `max_actions_per_turn` per turn)."""
     meta_actions: int = 0
     spent_turns: int = 0
     """Turns consumed without an executable action."""
     usage: Mapping[str, Usage] = field(default_factory=dict)
     """Token usage per role."""
+    peak_input_tokens: int = 0
+    """Peak: the largest policy-call input of the episode (SPEC-BASE §2.5)."""
+    dependency_m: float = 0.0
+    """ACON's Dependency of the policy calls, in millions (SPEC-BASE §2.5)."""
     report: Mapping[str, Any] = field(default_factory=dict)
     """The method's own end-of-episode summary."""
     final_observation: str = ""

@@ -1,13 +1,19 @@
-"""How well a run against a remote endpoint overlaps its episodes.
+"""How well a run against a remote endpoint overlaps its episodes, for each backend side by side.
 
 Plays N toy episodes (method raw) against a loopback OpenAI-compatible stub that answers after a fixed delay,
-through the real `openai` SDK and the runner, and compares the wall time with the critical path (the longest
-episode's calls × delay). Then replays the recorded run from the response cache with the server stopped.
+through the real `openai` SDK and the runner, once per backend, and compares each wall time with the
+critical path (the longest episode's calls × delay):
+- `threading`: `--jobs` episodes in threads of this process;
+- `loky`: `--workers` processes, one episode each at a time;
+- `ray`: `--jobs` episodes over `--workers` Ray worker processes (threads inside each). The local Ray
+  instance is started before the clock starts, as a cluster would be; starting the workers is timed.
+Then the per-call client CPU (one episode at a time, this process) and a replay of the threading run from
+the response cache with the server stopped.
 
 The stub runs in its own process, as a real endpoint would: in-process, its request handling would compete
 with the episodes for the interpreter lock and be counted as client overhead.
 
-    .venv/bin/python scripts/bench_concurrency.py --episodes 64 --turns 5 --delay 0.2 --jobs 64
+    .venv/bin/python scripts/bench_concurrency.py --episodes 64 --turns 5 --delay 0.2 --backend threading,loky,ray --workers 4
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from pos_bench.runner import run
 from tests.models.stub_openai_server import StubOpenAI
 
 
-def config(args: argparse.Namespace, model: dict, jobs: int, cache: dict) -> dict:
+def config(args: argparse.Namespace, model: dict, runner: dict, cache: dict) -> dict:
     return {
         "bench": {
             "_target_": "pos_bench.benchmarks.toy.ToyBenchmark",
@@ -40,7 +46,7 @@ def config(args: argparse.Namespace, model: dict, jobs: int, cache: dict) -> dic
         "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
         "model": model,
         "roles": {},
-        "runner": {"n_jobs": jobs, "backend": "threading", "progress": False},
+        "runner": {"progress": False, **runner},
         "cache": cache,
         "retry": {},
     }
@@ -78,6 +84,51 @@ def timed(cfg: dict, run_dir: Path) -> tuple[float, list[dict]]:
     return wall, rows
 
 
+def placement(backend: str, args: argparse.Namespace) -> dict:
+    if backend == "threading":
+        return {"backend": "threading", "n_jobs": args.jobs}
+    if backend == "loky":
+        return {"backend": "loky", "n_jobs": args.workers}
+    return {"backend": "ray", "n_jobs": args.jobs, "workers": args.workers}
+
+
+def stub_model(url: str, args: argparse.Namespace) -> dict:
+    return {
+        "_target_": "pos_bench.models.openai.OpenAIModel",
+        "model": "stub-model",
+        "base_url": f"{url}/v1",
+        "api_key_env": "BENCH_STUB_KEY",
+        "max_concurrency": args.max_concurrency,
+    }
+
+
+def parallel_figures(backend: str, args: argparse.Namespace, root: Path, cache: dict) -> dict:
+    with stub_process(args.delay) as (url, stub):
+        cfg = config(args, stub_model(url, args), placement(backend, args), cache)
+        wall, rows = timed(cfg, root / backend)
+    critical = max(r["usage"]["agent"]["calls"] for r in rows) * args.delay
+    return {
+        **placement(backend, args),
+        "episodes": len(rows),
+        "calls": sum(r["usage"]["agent"]["calls"] for r in rows),
+        "critical_path_s": round(critical, 3),
+        "wall_s": round(wall, 3),
+        "over_critical": round(wall / critical, 3),
+        "server_max_in_flight": stub["max_in_flight"],
+    }
+
+
+def client_cpu(args: argparse.Namespace, root: Path) -> dict:
+    """CPU of this process per model call, one episode at a time (no cache, no waiting on the stub)."""
+    with stub_process(0.0) as (url, _):
+        cfg = config(args, stub_model(url, args), {"backend": "threading", "n_jobs": 1}, {"mode": "off"})
+        started = time.process_time()
+        _, rows = timed(cfg, root / "cpu")
+        spent = time.process_time() - started
+    calls = sum(r["usage"]["agent"]["calls"] for r in rows)
+    return {"client_cpu_ms_per_call": round(1000 * spent / calls, 3), "calls": calls}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -85,48 +136,37 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--turns", type=int, default=5, help="toy max_turns; every episode uses them all")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds the stub waits before answering")
-    parser.add_argument("--jobs", type=int, default=64, help="runner.n_jobs (threads) for the parallel run")
-    parser.add_argument("--max-concurrency", type=int, default=64, help="model.max_concurrency")
+    parser.add_argument("--jobs", type=int, default=64, help="episodes in flight (threading, ray)")
+    parser.add_argument("--workers", type=int, default=4, help="processes (loky: also episodes in flight)")
     parser.add_argument(
-        "--skip-serial", action="store_true", help="skip the 1-worker run (episodes × its time)"
+        "--backend", default="threading,loky,ray", help="comma-separated: threading, loky, ray"
     )
+    parser.add_argument("--max-concurrency", type=int, default=64, help="model.max_concurrency")
     args = parser.parse_args()
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     os.environ.setdefault("BENCH_STUB_KEY", "sk-bench-not-a-real-key")
     importlib.import_module("openai")  # a one-time cost of seconds, kept out of the timed runs
+    if "ray" in backends:
+        from pos_bench.ray_pool import connect
+
+        connect(None)  # the cluster exists before the run, as on a real one
     root = Path(tempfile.mkdtemp(prefix="bench_concurrency_"))
-    cache = {"mode": "read_write", "path": str(root / "cache.sqlite")}
-    figures: dict[str, float] = {}
-    with stub_process(args.delay) as (url, stub):
-        model = {
-            "_target_": "pos_bench.models.openai.OpenAIModel",
-            "model": "stub-model",
-            "base_url": f"{url}/v1",
-            "api_key_env": "BENCH_STUB_KEY",
-            "max_concurrency": args.max_concurrency,
-        }
-        wall, rows = timed(config(args, model, args.jobs, cache), root / "parallel")
-        longest = max(r["usage"]["agent"]["calls"] for r in rows)
-        critical = longest * args.delay
-        figures.update(
-            episodes=len(rows),
-            calls=sum(r["usage"]["agent"]["calls"] for r in rows),
-            longest_episode_calls=longest,
-            critical_path_s=round(critical, 3),
-            parallel_jobs=args.jobs,
-            parallel_wall_s=round(wall, 3),
-            parallel_over_critical=round(wall / critical, 3),
+    figures: dict = {"delay_s": args.delay, "turns": args.turns, "backends": {}}
+    for backend in backends:
+        cache = {"mode": "read_write", "path": str(root / f"{backend}.sqlite")}
+        figures["backends"][backend] = parallel_figures(backend, args, root, cache)
+    figures["best"] = min(figures["backends"], key=lambda b: figures["backends"][b]["over_critical"])
+    figures.update(client_cpu(args, root))
+    if "threading" in backends:
+        replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(root / "threading")}
+        cache = {"mode": "read_write", "path": str(root / "threading.sqlite")}
+        replay_wall, rows = timed(
+            config(args, replay, {"backend": "threading", "n_jobs": 1}, cache), root / "replay"
         )
-        if not args.skip_serial:
-            serial, _ = timed(config(args, model, 1, {"mode": "off"}), root / "serial")
-            figures.update(serial_wall_s=round(serial, 3), serial_over_critical=round(serial / critical, 3))
-    figures["server_max_in_flight"] = stub["max_in_flight"]
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(root / "parallel")}
-    replay_wall, _ = timed(config(args, replay, 1, cache), root / "replay")
-    figures.update(
-        replay_wall_s=round(replay_wall, 3),
-        replay_over_parallel=round(replay_wall / wall, 4),
-        replay_per_episode_ms=round(1000 * replay_wall / len(rows), 2),
-    )
+        figures.update(
+            replay_wall_s=round(replay_wall, 3),
+            replay_per_episode_ms=round(1000 * replay_wall / len(rows), 2),
+        )
     print(json.dumps(figures, indent=1))
 
 

@@ -180,3 +180,22 @@ def test_run_json_records_the_passport_limits_of_the_embedded_preset_and_none_el
         if limited:
             assert limits == {"items": 6, "name_chars": 32, "state_chars": 80, "ref_chars": 24, "findings": 3}
             assert recorded["model"]["reply_limits"] == limits
+
+
+def test_a_benchmark_brings_its_method_settings_and_the_command_line_wins():
+    """SPEC-BASE §4.5, §5.4, SPEC-POS §14: conf/method_bench/<method>/<bench>.yaml, chosen by the bench."""
+    acon = composed("method=acon", "bench=clindiag")["method"]
+    assert (acon["t_hist"], acon["t_obs"], acon["domain"]) == (4096, 512, "clinical")
+    assert composed("method=acon", "bench=alfworld")["method"]["t_hist"] == 1024
+    assert composed("method=pace", "bench=loca_mini")["method"]["t_max"] == 100
+    assert composed("method=pace", "bench=rca_synthetic")["method"]["t_max"] == 150
+    assert composed("method=acon", "bench=clindiag", "method.t_hist=2048")["method"]["t_hist"] == 2048
+    for pos in ("pos", "pos_no_trapping", "pos_generic_recovery", "pos_no_consistency"):
+        clindiag = composed(f"method={pos}", "bench=clindiag")["method"]
+        assert clindiag["max_json_retries"] == 2 and clindiag["sentinel"]["consistency_max_tokens"] == 4096
+        assert (
+            composed(f"method={pos}", "bench=loca_mini")["method"]["sentinel"]["global_audit_every_steps"]
+            == 32
+        )
+    assert composed("method=pos_no_trapping", "bench=clindiag")["method"]["trapping"]["enabled"] is False
+    assert composed("method=pos", "bench=alfworld")["method"]["max_json_retries"] == 1

@@ -66,8 +66,18 @@ def test_clindiag_raw_with_embedded_provider_and_judge(tmp_path, shared):
         "max_turns": 2,
         "provider": "llm",
         "judge": "llm",
+        "provider_model": SMOLLM2["_target_"],
+        "judge_model": SMOLLM2["_target_"],
     }
-    summary = run(config(bench, {"_target_": "baselines.raw.RawHistory"}), tmp_path, {"label": "smoke"})
+    cfg = {
+        **config(bench, {"_target_": "baselines.raw.RawHistory"}),
+        "roles": {
+            "benchmark_provider": SMOLLM2,
+            "benchmark_judge": SMOLLM2,
+        },
+    }
+    summary = run(cfg, tmp_path, {"label": "smoke"})
+    assert summary.labels["judge"] == summary.labels["provider"] == SMOLLM2["_target_"]
     assert (summary.episodes, summary.errors) == (1, 0), (tmp_path / "results.jsonl").read_text()
     log = events(tmp_path)
     calls = [e["role"] for e in log if e["kind"] == "call"]

@@ -1,9 +1,11 @@
 import dataclasses
 
+import pytest
+
 from baselines.expert import Expert
 from baselines.raw import RawHistory
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.loop import play
+from pos_bench.loop import RetryBudget, UnusableReply, play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.prompting import policy_prompt
 from pos_bench.protocols import MethodBase
@@ -13,7 +15,7 @@ BENCH = ToyBenchmark(n_tasks=4)
 TASK = BENCH.tasks()[0]
 
 
-def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3):
+def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3, budget=None):
     log = Transcript()
     model = Recorded(ScriptedModel({"agent": replies}), log)
     result = play(
@@ -25,6 +27,7 @@ def run(method_factory, replies, *, max_turns=5, brief=None, max_meta_per_turn=3
         max_turns=max_turns,
         log=log,
         max_meta_per_turn=max_meta_per_turn,
+        budget=budget or RetryBudget(),
     )
     return result, log, model
 
@@ -48,18 +51,83 @@ def test_turn_budget_and_step_order():
     assert model.usage["agent"].calls == 3
 
 
-def test_one_repair_then_the_turn_is_spent():
+def test_json_repairs_and_the_missing_action_retry_are_counted_apart():
+    """One JSON repair (max_json_retries=1) and then one missing-action retry: the third reply is executed."""
     result, log, _ = run(
         lambda m: RawHistory(m, max_json_retries=1),
         ["no json here", '{"thought": "x"}', '{"thought": "", "action": "look"}'],
-        max_turns=2,
+        max_turns=1,
     )
-    assert result.spent_turns == 1 and result.steps == 1
-    failures = log.of_kind("parse_failure")
-    assert [f["attempt"] for f in failures] == [0, 1]
-    repair_prompt = log.of_kind("call")[1]["prompt"]["messages"]
-    assert repair_prompt[-2] == {"role": "assistant", "content": "no json here"}
-    assert "no executable action" in repair_prompt[-1]["content"]
+    assert (result.steps, result.spent_turns) == (1, 0)
+    assert [f["retry"] for f in log.of_kind("parse_failure")] == ["json", "missing_action"]
+    calls = log.of_kind("call")
+    assert calls[1]["prompt"]["messages"][-2] == {"role": "assistant", "content": "no json here"}
+    assert "could not be read" in calls[1]["prompt"]["messages"][-1]["content"]
+    assert "no executable action" in calls[2]["prompt"]["messages"][-1]["content"]
+
+
+def test_a_still_missing_action_spends_the_turn_after_exactly_one_retry():
+    result, _, model = run(RawHistory, ['{"thought": "finished", "answer": "x"}'], max_turns=2)
+    assert (result.turns, result.steps, result.spent_turns) == (2, 0, 2)
+    assert model.usage["agent"].calls == 4  # per turn: the reply and one missing-action retry
+
+
+@pytest.mark.parametrize("policy", ["spend_turn", "error"])
+def test_exhausted_json_repairs_follow_the_configured_policy(policy):
+    budget = RetryBudget(on_json_exhausted=policy)
+    replies = ["not json", "still not json", '{"thought": "", "action": "look"}']
+    factory = lambda m: RawHistory(m, max_json_retries=1)
+    if policy == "error":
+        with pytest.raises(UnusableReply, match="not a JSON object"):
+            run(factory, replies, max_turns=2, budget=budget)
+        return
+    result, log, _ = run(factory, replies, max_turns=2, budget=budget)
+    assert (result.spent_turns, result.steps) == (1, 1)
+    assert len(log.of_kind("turn_spent")) == 1
+
+
+def test_an_exhausted_missing_action_retry_can_error_the_episode():
+    budget = RetryBudget(missing_action_retries=0, on_action_exhausted="error")
+    with pytest.raises(UnusableReply):
+        run(RawHistory, ['{"thought": "no action"}'], max_turns=2, budget=budget)
+
+
+class Steps(MethodBase):
+    """Records every transition it is given."""
+
+    def __init__(self, model):
+        self.steps = []
+
+    def start(self, task, brief, first):
+        self.brief = brief
+
+    def prompt(self, obs):
+        return policy_prompt(self.brief, obs, ["act"])
+
+    def update(self, step):
+        self.steps.append(step)
+        return {"action": step.decision.action, "last": step.last_of_turn}
+
+
+def test_a_multi_action_reply_runs_each_action_as_its_own_transition():
+    brief = dataclasses.replace(BENCH.brief, max_actions_per_turn=3)
+    reply = '{"thought": "t", "actions": ["look", "inventory", "look", "inventory"]}'
+    result, log, model = run(Steps, [reply], max_turns=2, brief=brief)
+    assert (result.turns, result.steps) == (2, 6)
+    assert model.usage["agent"].calls == 2
+    records = [e["record"] for e in log.of_kind("memory")]
+    assert [r["action"] for r in records] == ["look", "inventory", "look"] * 2
+    assert [r["last"] for r in records] == [False, False, True] * 2
+    assert len(log.of_kind("actions_dropped")) == 2
+    prompt = log.of_kind("call")[0]["prompt"]
+    assert '"actions" (a list of 1 to 3 actions' in prompt["messages"][1]["content"]
+    assert prompt["schema"]["properties"]["actions"]["maxItems"] == 3
+
+
+def test_one_action_benchmarks_execute_only_the_action_key():
+    reply = '{"thought": "t", "actions": ["look", "inventory"], "action": "inventory"}'
+    result, log, _ = run(Steps, [reply], max_turns=1)
+    assert result.steps == 1 and log.of_kind("step")[0]["action"] == "inventory"
 
 
 def test_a_repaired_reply_is_executed():

@@ -51,6 +51,29 @@ def test_extract_skips_broken_objects():
     assert extract_json_object("[1, 2]") is None
 
 
+def test_multi_action_replies_keep_every_action_in_order():
+    text = '{"thought": "batch", "actions": [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 1}}]}'
+    decision = parse_decision(text, TOOLS, max_actions=3)
+    assert decision.actions == (ToolCall("a", {}), ToolCall("b", {"x": 1}))
+    assert decision.only(ToolCall("b", {"x": 1})).actions == (ToolCall("b", {"x": 1}),)
+    single = parse_decision('{"thought": "", "action": {"name": "a"}}', TOOLS, max_actions=3)
+    assert single.actions == (ToolCall("a", {}),)
+
+
+def test_multi_action_failures_are_missing_actions_and_json_failures_are_not():
+    empty = parse_decision('{"thought": "", "actions": []}', TOOLS, max_actions=3)
+    assert isinstance(empty, ParseFailure) and empty.json_readable
+    prose = parse_decision("I would query the logs.", TOOLS, max_actions=3)
+    assert isinstance(prose, ParseFailure) and not prose.json_readable
+    mixed = parse_decision(
+        '{"actions": [{"name": "glimpse", "arguments": {}}, {"name": "a"}]}',
+        TOOLS,
+        ("glimpse",),
+        max_actions=3,
+    )
+    assert isinstance(mixed, ParseFailure) and "only action" in mixed.problem
+
+
 def test_hostile_replies_are_parse_failures_in_bounded_time():
     deep = "{" * 200_000
     nested = '{"action":' * 5_000 + '"look"' + "}" * 5_000

@@ -335,3 +335,70 @@ def test_the_expert_on_a_benchmark_without_one_stops_before_any_episode(tmp_path
     ):
         run(cfg, tmp_path, {})
     assert not (tmp_path / "results.jsonl").exists() or not (tmp_path / "results.jsonl").read_text()
+
+
+RCA_QUERIES = [{"name": n, "arguments": {}} for n in ("get_data_overview", "get_alerts", "list_metric_names")]
+
+
+def rca_config(default: str, **loop):
+    return {
+        "bench": {
+            "_target_": "pos_bench.benchmarks.rca.benchmark.RCABenchmark",
+            "source": "synthetic",
+            "n_synthetic": 1,
+            "max_turns": 2,
+        },
+        "method": RAW,
+        "model": {"_target_": "pos_bench.models.scripted.ScriptedModel", "default": default},
+        "runner": {"n_jobs": 1, "backend": "threading", "progress": False},
+        "roles": {},
+        "loop": loop,
+    }
+
+
+def test_three_tool_calls_a_turn_on_rca_synthetic_are_two_turns_and_six_steps(tmp_path):
+    reply = json.dumps({"thought": "batch", "actions": RCA_QUERIES})
+    summary = run(rca_config(reply), tmp_path, {})
+    (row,) = lines(tmp_path / "results.jsonl")
+    assert (row["turns"], row["steps"], row["status"]) == (2, 6, "done")
+    assert summary.mean_steps == 6
+    budget = json.loads((tmp_path / "run.json").read_text())["retry_budget"]
+    assert budget == {
+        "missing_action_retries": 1,
+        "on_json_exhausted": "error",
+        "on_action_exhausted": "spend_turn",
+    }
+
+
+@pytest.mark.parametrize("policy", ["error", "spend_turn"])
+def test_unreadable_replies_error_the_episode_or_spend_turns_as_configured(tmp_path, policy):
+    run(rca_config("I cannot answer in JSON.", on_json_exhausted=policy), tmp_path, {})
+    (row,) = lines(tmp_path / "results.jsonl")
+    assert json.loads((tmp_path / "run.json").read_text())["retry_budget"]["on_json_exhausted"] == policy
+    if policy == "error":
+        assert row["status"] == "error" and "UnusableReply" in row["error"]
+    else:
+        assert (row["status"], row["spent_turns"], row["steps"]) == ("done", 2, 0)
+
+
+def test_peak_and_dependency_per_episode_and_in_the_summary_table(tmp_path):
+    from pos_bench.summary import format_table
+
+    summary = run(config(method=RAW, n_tasks=2, progress=False), tmp_path, {"bench": "toy"})
+    rows = lines(tmp_path / "results.jsonl")
+    for row in rows:
+        folder = tmp_path / "episodes" / row["task_id"].replace("/", "__")
+        calls = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
+        inputs = [c["usage"]["input_tokens"] for c in calls if c["kind"] == "call" and c["role"] == "agent"]
+        assert row["peak_input_tokens"] == max(inputs) > 0 and row["dependency_m"] > 0
+    assert summary.mean_peak_input_tokens == sum(r["peak_input_tokens"] for r in rows) / 2
+    header = format_table([summary]).splitlines()[0].split()
+    assert "peak" in header and "dependency_m" in header
+
+
+def test_a_bad_retry_policy_stops_the_run_before_any_episode(tmp_path):
+    from pos_bench.preflight import ConfigError
+
+    with pytest.raises(ConfigError, match="on_json_exhausted"):
+        run(rca_config("{}", on_json_exhausted="retry_forever"), tmp_path, {})
+    assert not (tmp_path / "results.jsonl").exists()

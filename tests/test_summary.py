@@ -74,3 +74,5 @@ def test_a_run_that_never_called_a_model_is_not_labelled_with_one():
     assert summarize([result("a", success=True)], {"model": "smollm2"}).labels == {"model": "none"}
     used = {"agent": Usage(1, 1, 1)}
     assert summarize([result("a", usage=used)], {"model": "smollm2"}).labels == {"model": "smollm2"}
+    # every episode failed before its first call: the model is not known to be unused
+    assert summarize([result("a", status="error")], {"model": "smollm2"}).labels == {"model": "smollm2"}

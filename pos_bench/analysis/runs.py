@@ -6,9 +6,10 @@ older or newer runner. Fields relied on (all optional except a readable folder):
 
 - `run.json`: `labels.{bench,method,model,label}`, `model.smoke`, `config.bench.{judge,source}`,
   `config.prices`, and `fingerprint` when the runner records one (else a hash of `config`);
-  any label whose value is `rules` or `judge_rules` (ClinDiag judged by rules).
+  any label whose value is `rules` or `judge_rules` (ClinDiag judged by rules); `labels.judge` naming any other
+  model than the paper's judge is flagged `judge=<model>`.
 - `results.jsonl` rows: `task_id`, `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
-  `error`, optional `report`, and optional `peak` / `dependency` (top level or in `extras`).
+  `error`, optional `report`, and `peak_input_tokens` / `dependency_m` (recomputed from `events.jsonl` when absent).
 - `episodes/<task>/result.json` (the full row, method report included) and `events.jsonl` (call events with
   per-call usage). A folder without `result.json` is an episode still running or killed mid-way.
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from pos_bench.context_load import POLICY_ROLE, context_load
 from pos_bench.summary import BENCHMARK_ROLE_PREFIX, role_cost
 from pos_bench.types import usage_from_json
 
@@ -102,21 +104,15 @@ def episode_result(run_dir: Path, row: Mapping[str, Any]) -> dict[str, Any]:
     return {**row, **full} if full else dict(row)
 
 
-def agent_calls(events: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
-    """(input, output) tokens of each policy call, in order."""
-    out = []
-    for e in events:
-        if e.get("kind") == "call" and e.get("role") == "agent":
-            usage = e.get("usage") or {}
-            out.append((int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))))
-    return out
-
-
-def peak_and_dependency(calls: list[tuple[int, int]]) -> tuple[float | None, float | None]:
-    """Peak = max policy input tokens; Dependency = Σ (n_in + 2·n_out)·n_out / 2, in millions (SPEC-BASE §2.5)."""
-    if not calls:
+def events_context_load(events: Iterable[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """Peak and Dependency recomputed from an episode's `call` events (runs older than the recorded fields)."""
+    calls = [
+        (str(e.get("role")), usage_from_json(e.get("usage") or {})) for e in events if e.get("kind") == "call"
+    ]
+    if not any(role == POLICY_ROLE for role, _ in calls):
         return None, None
-    return float(max(i for i, _ in calls)), sum((i + 2 * o) * o / 2 for i, o in calls) / 1e6
+    load = context_load(calls)
+    return float(load.peak_input_tokens), load.dependency_m
 
 
 def _recorded(row: Mapping[str, Any], key: str) -> float | None:
@@ -139,8 +135,8 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
             for r, u in usage.items()
             if not r.startswith(BENCHMARK_ROLE_PREFIX)
         ),
-        "peak": _recorded(row, "peak"),
-        "dependency": _recorded(row, "dependency"),
+        "peak": _recorded(row, "peak_input_tokens"),
+        "dependency": _recorded(row, "dependency_m"),
     }
     for role, u in usage.items():
         out[f"tokens.{role}"] = u.input_tokens + u.output_tokens
@@ -148,7 +144,7 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
         out[f"meta.{key}"] = value
     if with_events and out["peak"] is None:
         events = read_jsonl(episode_folder(run_dir, out["task_id"]) / "events.jsonl")
-        out["peak"], out["dependency"] = peak_and_dependency(agent_calls(events))
+        out["peak"], out["dependency"] = events_context_load(events)
     return out
 
 
@@ -183,6 +179,10 @@ def cluster_key(episodes: pd.DataFrame) -> str | None:
     return None
 
 
+PAPER_JUDGE = "qwen3.7-plus"
+"""The model the paper fixes for ClinDiag's judge (SPEC-BENCH §5.4; conf/model/qwen.yaml); any other judge is flagged."""
+
+
 def run_flags(
     meta: Mapping[str, Any], episodes: pd.DataFrame, total: int | None, finished: bool
 ) -> tuple[str, ...]:
@@ -191,8 +191,11 @@ def run_flags(
     flags = []
     if labels.get("label") == "smoke" or (meta.get("model") or {}).get("smoke"):
         flags.append("smoke")
+    judge = labels.get("judge")
     if bench_cfg.get("judge") == "rules" or any(v in ("rules", "judge_rules") for v in labels.values()):
         flags.append("rules")
+    elif judge and judge != PAPER_JUDGE:
+        flags.append(f"judge={judge}")
     if labels.get("bench") not in PAPER_BENCHMARKS or bench_cfg.get("source") == "synthetic":
         flags.append("stand-in")
     if "status" in episodes and (episodes["status"] == "error").any():

@@ -43,9 +43,13 @@ class AnthropicModel(RemoteModel):
         structured: bool = True,
         timeout: float = 120.0,
         max_concurrency: int = 8,
+        tokens_per_minute: int | None = None,
+        revision: str | None = None,
     ):
         """
         Args:
+            tokens_per_minute: the endpoint's token budget for the whole run (all workers); null: none.
+            revision: the weights meant (a dated snapshot, a commit); part of the cache key.
             temperature: wanted temperature; sent only when `api_version` accepts sampling parameters.
             api_version: the `anthropic-version` header; `None` keeps the SDK's (which refuses sampling).
             structured: pass a prompt's schema as a forced tool; `False` relies on the prompt alone.
@@ -57,6 +61,8 @@ class AnthropicModel(RemoteModel):
             timeout=timeout,
             max_concurrency=max_concurrency,
             max_tokens=max_tokens,
+            tokens_per_minute=tokens_per_minute,
+            revision=revision,
         )
         self.temperature = temperature
         self.api_version = api_version

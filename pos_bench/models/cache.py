@@ -7,8 +7,9 @@ model's runtime identity is part of it) plus the messages, the schema and the to
 `describe()` fields count as identity: a new setting can only cause a miss, never a wrong hit.
 
 Modes: `off`; `read_write` (answer hits, store misses); `record` (always call, overwrite); `replay` (hits only;
-a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, opened
-per operation, so threads and worker processes can share it. A model whose `describe()` says
+a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, so the
+threads and processes of one host can share it; WAL does not work across hosts (NFS), so a Ray run gives
+the file one owner on the driver's node and its workers go through it (`Store`). A model whose `describe()` says
 `cacheable: false` (the scripted test double, whose replies depend on call order) is never cached.
 
 `Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
@@ -46,6 +47,7 @@ NOT_IDENTITY = frozenset(
         "replayed_from",
         "price",
         "cacheable",
+        "tokens_per_minute",
     }
 )
 """`describe()` fields that do not change what the model answers, left out of the cache key."""
@@ -185,7 +187,9 @@ class ResponseStore:
             return None
         return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
 
-    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> None:
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
+        """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
+        what the file now holds for `key`, so every worker answers with the same reply."""
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
         row = (
             key,
@@ -201,19 +205,37 @@ class ResponseStore:
                 db.execute(f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.Error as error:
             raise cache_error(self.path, error) from error
+        stored = self.get(key)
+        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
-class Cached:
-    """Wraps a model with the response cache in `mode`."""
+class Store(Protocol):
+    """Where replies are kept: `ResponseStore` (the SQLite file itself, for the processes of one host) or a
+    proxy to its one owner (`pos_bench.ray_pool`, when workers run on several hosts)."""
 
-    def __init__(self, model: Model, config: CacheConfig, *, redact: Callable[[str], str] = str):
+    def get(self, key: str) -> Reply | None: ...
+
+    def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply: ...
+
+
+class Cached:
+    """Wraps a model with the response cache in `mode`, kept in `store` (default: the file at `path`)."""
+
+    def __init__(
+        self,
+        model: Model,
+        config: CacheConfig,
+        store: Store | None = None,
+        *,
+        redact: Callable[[str], str] = str,
+    ):
         self.inner = model
         self.name = model.name
         self.config = config
-        self.store = ResponseStore(config.path, redact=redact)
+        self.store = store if store is not None else ResponseStore(config.path, redact=redact)
 
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "cache": self.config.mode}
@@ -236,11 +258,9 @@ class Cached:
                     "model settings; record it first with cache.mode=read_write or record."
                 )
         reply = self.inner.generate(prompt, role=role)
-        self.store.put(key, request, reply, overwrite=self.config.mode == "record")
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
         # sees exactly what this run saw.
-        stored = self.store.get(key)
-        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
+        return self.store.put(key, request, reply, overwrite=self.config.mode == "record")
 
 
 def _single_run(folder: Path) -> Path:

@@ -1,5 +1,5 @@
 """What the remote providers share: a key read from a named environment variable, a client built at the first
-call, a cap on requests in flight per endpoint, and the mapping of SDK failures onto the retry policy.
+call and shared per endpoint, and the mapping of SDK failures onto the retry policy.
 
 The `openai` and `anthropic` SDKs are generated from the same template, so both raise `APIStatusError`
 (with the HTTP response) and `APIConnectionError` (timeouts included); `RemoteModel` classifies them once.
@@ -13,6 +13,7 @@ import json
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,26 +21,23 @@ from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.retry import TransientError, parse_retry_after
 from pos_bench.types import Prompt, Reply
 
+
+@dataclass(frozen=True)
+class ClientEntry:
+    module: Any
+    client: Any
+
+
 PLACEHOLDER_KEY = "not-needed"
 """Sent to local servers (vLLM, Ollama, …) that take no key; the SDKs refuse to build a client without one."""
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 """Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
 
-_SLOTS: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
-_CLIENTS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def endpoint_slots(kind: str, base_url: str, limit: int) -> threading.BoundedSemaphore:
-    """The process-wide semaphore capping requests in flight to one endpoint.
-
-    Process-wide on purpose: the runner builds a model per episode, and episodes running in threads must share
-    one cap. With `runner.backend=loky` every worker process has its own cap, so prefer `threading` for remote
-    endpoints (episodes there mostly wait on the network).
-    """
-    with _SHARED_LOCK:
-        return _SLOTS.setdefault((kind, base_url, limit), threading.BoundedSemaphore(limit))
+_CLIENTS: dict[tuple[Any, ...], ClientEntry] = {}
+"""SDK clients per endpoint, reused by every model of the process: a connection pool, never a source of
+answers. The endpoint budget is a run object (`budget.py`), not module state."""
+_CLIENTS_LOCK = threading.Lock()
 
 
 def public_url(url: str | None) -> str | None:
@@ -70,8 +68,11 @@ class RemoteModel:
     """Base of the providers that call an HTTP API through an official SDK.
 
     A subclass names its SDK module (`sdk`), builds the SDK client (`make_client`) and turns one prompt into
-    one request and its response into a `Reply` (`request`). This class adds the lazy client, the endpoint
-    cap and the error classification; retries and caching are wrappers composed in `build_model`.
+    one request and its response into a `Reply` (`request`). This class adds the lazy client and the error
+    classification; the endpoint budget, retries and caching are wrappers composed in `build_model`.
+
+    `revision` names the weights a run means (a dated snapshot, a commit) and is part of the cache key;
+    `describe()` stays offline (no call to the server), so a server's own report cannot be.
     """
 
     sdk: str
@@ -88,6 +89,8 @@ class RemoteModel:
         timeout: float,
         max_concurrency: int,
         max_tokens: int,
+        tokens_per_minute: int | None = None,
+        revision: str | None = None,
     ):
         if timeout <= 0:
             raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
@@ -100,6 +103,8 @@ class RemoteModel:
         self.timeout = timeout
         self.max_concurrency = max_concurrency
         self.max_tokens = max_tokens
+        self.tokens_per_minute = tokens_per_minute
+        self.revision = revision
 
     def make_client(self, module: Any, api_key: str) -> Any:
         """Build the SDK client with `max_retries=0` and `timeout=self.timeout`."""
@@ -117,25 +122,26 @@ class RemoteModel:
         return {
             "provider": self.provider,
             "model": self.model,
+            "revision": self.revision,
             **self.sampling(),
             "max_tokens": self.max_tokens,
             "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_concurrency": self.max_concurrency,
+            "tokens_per_minute": self.tokens_per_minute,
         }
 
     def client_settings(self) -> tuple[Any, ...]:
         """What distinguishes one SDK client from another; equal settings share a client."""
         return (self.provider, self.base_url, self.api_key_env, self.timeout)
 
-    @property
-    def client(self) -> tuple[Any, Any]:
+    def _entry(self) -> ClientEntry:
         """The SDK module and a client, built at the first call and shared per endpoint within the process
         (SDK clients are thread-safe, and building one costs tens of milliseconds of TLS setup)."""
         key = read_api_key(self.api_key_env, self.provider, self.model)
         settings = (*self.client_settings(), hashlib.sha256(key.encode()).hexdigest())
-        with _SHARED_LOCK:
+        with _CLIENTS_LOCK:
             if settings not in _CLIENTS:
                 try:
                     module = importlib.import_module(self.sdk)
@@ -144,25 +150,31 @@ class RemoteModel:
                         f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
                         f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                     ) from error
-                _CLIENTS[settings] = (module, self.make_client(module, key))
+                _CLIENTS[settings] = ClientEntry(module, self.make_client(module, key))
             return _CLIENTS[settings]
+
+    @property
+    def client(self) -> tuple[Any, Any]:
+        entry = self._entry()
+        return entry.module, entry.client
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         module, client = self.client
-        with endpoint_slots(self.provider, self.base_url or "", self.max_concurrency):
-            try:
-                return self.request(client, prompt)
-            except module.APIStatusError as error:
-                if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
-                    hint = parse_retry_after(error.response.headers.get("retry-after"))
-                    raise TransientError(
-                        f"{self.provider} HTTP {error.status_code}: {error}", retry_after=hint
-                    ) from error
-                raise RuntimeError(self.explain(error)) from error
-            except module.APIConnectionError as error:
-                raise TransientError(f"{self.provider} connection failed: {error}") from error
-            except (json.JSONDecodeError, ValueError) as error:
-                raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
+        try:
+            return self.request(client, prompt)
+        except module.APIStatusError as error:
+            if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
+                hint = parse_retry_after(error.response.headers.get("retry-after"))
+                raise TransientError(
+                    f"{self.provider} HTTP {error.status_code}: {error}",
+                    retry_after=hint,
+                    rate_limited=error.status_code == 429,
+                ) from error
+            raise RuntimeError(self.explain(error)) from error
+        except module.APIConnectionError as error:
+            raise TransientError(f"{self.provider} connection failed: {error}") from error
+        except (json.JSONDecodeError, ValueError) as error:
+            raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
 
     def explain(self, error: Any) -> str:
         """A permanent HTTP failure, with the usual fix for the common statuses."""

@@ -35,9 +35,13 @@ class OpenAIModel(RemoteModel):
         token_limit_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
         timeout: float = 120.0,
         max_concurrency: int = 8,
+        tokens_per_minute: int | None = None,
+        revision: str | None = None,
     ):
         """
         Args:
+            tokens_per_minute: the endpoint's token budget for the whole run (all workers); null: none.
+            revision: the weights meant (a dated snapshot, a commit); part of the cache key.
             temperature: sent as is; `None` leaves it to the server (reasoning models refuse it).
             response_mode: how a prompt's schema is sent; `none` sends no `response_format` at all.
             strict_schema: OpenAI's strict structured outputs, which need every property required and
@@ -53,6 +57,8 @@ class OpenAIModel(RemoteModel):
             timeout=timeout,
             max_concurrency=max_concurrency,
             max_tokens=max_tokens,
+            tokens_per_minute=tokens_per_minute,
+            revision=revision,
         )
         if response_mode not in ("json_schema", "json_object", "none"):
             raise ValueError(
@@ -86,20 +92,21 @@ class OpenAIModel(RemoteModel):
         }
 
     def request(self, client: Any, prompt: Prompt) -> Reply:
-        options: dict[str, Any] = {}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],
+            self.token_limit_field: prompt.max_tokens or self.max_tokens,
+        }
         if self.temperature is not None:
-            options["temperature"] = self.temperature
+            body["temperature"] = self.temperature
         response_format = self.response_format(prompt.schema)
         if response_format is not None:
-            options["response_format"] = response_format
-        if self.extra_body:
-            options["extra_body"] = self.extra_body
-        completion = client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": m.role, "content": m.content} for m in prompt.messages],
-            **{self.token_limit_field: prompt.max_tokens or self.max_tokens},
-            **options,
-        )
+            body["response_format"] = response_format
+        body.update(self.extra_body)
+        # The client's `post` rather than `chat.completions.create`: the same request, connection pool and
+        # errors, without `create`'s walk of the parameters through their TypedDicts, which cost ~0.7 ms of
+        # CPU per call (half the SDK's share) for a body that is plain JSON already.
+        completion = client.post("/chat/completions", body=body, cast_to=self.completion_type())
         if not completion.choices:
             raise ValueError("the completion has no choices")
         text = completion.choices[0].message.content
@@ -112,3 +119,9 @@ class OpenAIModel(RemoteModel):
             text=text,
             usage=Usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0, 1),
         )
+
+    @staticmethod
+    def completion_type() -> type:
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion

@@ -22,11 +22,13 @@ from pos_bench.types import Prompt, Reply
 
 
 class TransientError(RuntimeError):
-    """A failed attempt that may succeed if repeated. `retry_after` is the server's hint in seconds."""
+    """A failed attempt that may succeed if repeated. `retry_after` is the server's hint in seconds;
+    `rate_limited` marks a 429, which also narrows the endpoint's budget (`pos_bench.models.budget`)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None):
+    def __init__(self, message: str, *, retry_after: float | None = None, rate_limited: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 class RetryBudgetExhausted(RuntimeError):

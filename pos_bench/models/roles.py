@@ -1,7 +1,7 @@
-"""Build the model a run uses. Each configured model is composed the same way:
-provider → `Retrying` (one shared policy) → `Cached` (record/replay); then a `RoleRouter` sends each role to
-its model. The agent model is `model`; optional per-role models (belief, sentinel, benchmark_provider, …)
-come from `roles` and default to it."""
+"""Build the model a run uses. Each configured model is composed the same way: provider → `Budgeted` (the
+run's endpoint budget) → `Retrying` (one shared policy) → `Cached` (record/replay); then a `RoleRouter`
+sends each role to its model. The agent model is `model`; optional per-role models (belief, sentinel,
+benchmark_provider, …) come from `roles` and default to it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from hydra.utils import instantiate
 
-from pos_bench.models.cache import CacheConfig, Cached
+from pos_bench.models.budget import Budget, Budgeted, LocalBudget, endpoint_of
+from pos_bench.models.cache import CacheConfig, Cached, Store
 from pos_bench.models.retry import Retrying, RetryPolicy
 from pos_bench.protocols import Model
 from pos_bench.redact import redactor_for
@@ -35,19 +36,30 @@ class RoleRouter:
         return self.by_role.get(role, self.default).generate(prompt, role=role)
 
 
-def wrap(model: Model, cfg: Mapping[str, Any]) -> Model:
-    """`model` behind the run's retry policy and response cache (`retry` and `cache` nodes; cache off when absent)."""
+def wrap(model: Model, cfg: Mapping[str, Any], budget: Budget, store: Store | None) -> Model:
+    """`model` behind the endpoint budget, the run's retry policy and response cache (`retry` and `cache`
+    nodes; cache off when absent)."""
+    endpoint = endpoint_of(model.describe())
+    if endpoint is not None:
+        model = Budgeted(model, budget, endpoint)
     model = Retrying(model, RetryPolicy(**(cfg.get("retry") or {})))
     cache = CacheConfig(**(cfg.get("cache") or {}))
-    return model if cache.mode == "off" else Cached(model, cache, redact=redactor_for(cfg).text)
+    return model if cache.mode == "off" else Cached(model, cache, store, redact=redactor_for(cfg).text)
 
 
-def build_model(cfg: Mapping[str, Any]) -> Model:
-    """The run's model from the `model` node and the optional `roles` mapping (role → model node)."""
-    default = wrap(instantiate(cfg["model"], _convert_="all"), cfg)
+def build_model(
+    cfg: Mapping[str, Any], *, budget: Budget | None = None, store: Store | None = None
+) -> Model:
+    """The run's model from the `model` node and the optional `roles` mapping (role → model node).
+
+    `budget` is the run's endpoint budget, shared by all its workers; without one, the models built by
+    this call share a budget of their own. `store` replaces the cache file (a Ray run's single owner)."""
+    budget = budget if budget is not None else LocalBudget()
+    default = wrap(instantiate(cfg["model"], _convert_="all"), cfg, budget, store)
     roles = cfg.get("roles") or {}
     if not roles:
         return default
     return RoleRouter(
-        default, {role: wrap(instantiate(node, _convert_="all"), cfg) for role, node in roles.items()}
+        default,
+        {role: wrap(instantiate(node, _convert_="all"), cfg, budget, store) for role, node in roles.items()},
     )

@@ -109,7 +109,11 @@ class Pos(MethodBase):
         )
         parts = sections(self.brief, obs, self.belief, self.belief_text, directive)
         return policy_prompt(
-            self.brief, obs, parts, max_tokens=self.brief.policy_max_tokens, max_repairs=self.max_json_retries
+            self.brief,
+            obs,
+            parts,
+            max_tokens=self.brief.policy_max_tokens,
+            max_json_retries=self.max_json_retries,
         )
 
     # --- per-action pipeline (§5.3) -------------------------------------------------------------------

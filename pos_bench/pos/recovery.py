@@ -188,7 +188,8 @@ def compose(
         trapping_pattern=h.trapping_pattern,
         started_at_step=step,
         applies_from_step=step,
-        instruction=f"{pattern_text} {gap_text}".strip(),
+        # §12.2: pattern part + one space + gap part, targets verbatim (no trimming); generic mode has no gap part
+        instruction=pattern_text if config.mode == "generic" else f"{pattern_text} {gap_text}",
         pattern_part=pattern_text,
         gap_part=gap_text,
         low_progress_transitions=low,

@@ -46,3 +46,17 @@ def test_a_torn_last_line_and_an_empty_folder_do_not_break_loading(fixture_runs,
     (empty / "run.json").write_text("{}")
     run = load_run(empty)
     assert run.episodes.empty and "in progress" in run.flags
+
+
+def test_a_clindiag_run_judged_by_another_model_than_the_papers_is_flagged_with_that_judge():
+    import pandas as pd
+
+    from pos_bench.analysis.runs import run_flags
+
+    def flags(judge):
+        meta = {"labels": {"bench": "clindiag", "judge": judge}, "config": {"bench": {"judge": "llm"}}}
+        return run_flags(meta, pd.DataFrame({"status": ["done"]}), 1, True)
+
+    assert flags("gpt-4.1-mini") == ("judge=gpt-4.1-mini",)
+    assert flags("qwen3.7-plus") == ()
+    assert flags("rules") == ("rules",)

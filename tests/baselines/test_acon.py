@@ -112,3 +112,18 @@ def test_after_heading_keeps_the_text_under_the_heading_or_the_whole_reply():
 def test_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="t_obs"):
         Acon(ScriptedModel(), t_obs=0)
+
+
+def test_each_action_of_a_multi_action_turn_enters_the_history_with_its_observation():
+    import dataclasses
+    import json
+
+    brief = dataclasses.replace(BENCH.brief, max_actions_per_turn=2)
+    reply = json.dumps({"thought": "t", "actions": ["look", "inventory"]})
+    log = Transcript()
+    model = Recorded(ScriptedModel({"agent": [reply], "compressor": ["## History summary\nS"]}), log)
+    method = Acon(model, tokenizer="chars4", t_hist=100000)
+    result = play(TASK, BENCH.make_env(model), method, model, brief=brief, max_turns=2, log=log)
+    assert result.steps == 4 and result.report["steps_verbatim"] == 4
+    last = user_text([c for c in log.of_kind("call") if c["role"] == "agent"][-1])
+    assert last.count('"inventory"') >= 1 and "You are not carrying anything." in last

@@ -168,14 +168,14 @@ def test_the_environment_ending_the_episode_closes_and_audits_the_round():
 
 def test_a_spent_last_turn_still_closes_the_round():
     replies = {
-        "agent": [act("look"), "no json", "no json", "no json", act("look")],
+        "agent": [act("look"), '{"thought": "no action"}', '{"thought": "no action"}', act("look")],
         "manager": [plan()],
         "auditor": [audit()],
     }
     result, calls = run(replies, max_turns=3, steps_per_round=2)
     assert result.spent_turns == 1
     roles = [c["role"] for c in calls]
-    assert roles == ["manager", "agent", "agent", "agent", "agent", "auditor", "manager", "agent"]
+    assert roles == ["manager", "agent", "agent", "agent", "auditor", "manager", "agent"]
 
 
 def test_settings_are_validated():
@@ -183,3 +183,23 @@ def test_settings_are_validated():
         LongHorizonHarness(ScriptedModel(), auditor_probes=True)
     with pytest.raises(ValueError, match="steps_per_round"):
         LongHorizonHarness(ScriptedModel(), steps_per_round=0)
+
+
+def test_a_round_of_one_multi_action_turn_is_audited_with_all_its_actions():
+    import dataclasses
+
+    brief = dataclasses.replace(BENCH.brief, max_actions_per_turn=3)
+    replies = {
+        "agent": [json.dumps({"thought": "", "actions": ["look", "inventory", "look"]})],
+        "manager": [plan()],
+        "auditor": [audit()],
+    }
+    log = Transcript()
+    model = Recorded(ScriptedModel(replies), log)
+    method = LongHorizonHarness(model, steps_per_round=1)
+    result = play(TASK, BENCH.make_env(model), method, model, brief=brief, max_turns=2, log=log)
+    assert result.steps == 6
+    calls = log.of_kind("call")
+    assert [c["role"] for c in calls] == ["manager", "agent", "auditor"] * 2
+    audited = calls[2]["prompt"]["messages"][-1]["content"]
+    assert "step 3:" in audited and "step 4:" not in audited

@@ -134,3 +134,16 @@ def test_tool_benchmarks_get_glimpse_as_a_tool():
 def test_bad_thresholds_are_rejected():
     with pytest.raises(ValueError, match="alpha"):
         Pace(ScriptedModel(), encoder=HashingEncoder(), alpha=2.0)
+
+
+def test_each_action_of_a_multi_action_turn_is_its_own_chunk():
+    import dataclasses
+
+    brief = dataclasses.replace(BENCH.brief, max_actions_per_turn=3)
+    reply = json.dumps({"thought": "t", "actions": ["look", "inventory", "look"]})
+    log = Transcript()
+    model = Recorded(ScriptedModel({"agent": [reply], "summarizer": [SUMMARY]}), log)
+    with Pace(model, encoder=HashingEncoder(), tokenizer="chars4") as method:
+        result = play(TASK, BENCH.make_env(model), method, model, brief=brief, max_turns=2, log=log)
+    assert result.steps == 6 and result.report["chunks"] == 6
+    assert model.usage["summarizer"].calls == 6 and model.usage["agent"].calls == 2

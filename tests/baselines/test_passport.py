@@ -220,7 +220,7 @@ def test_progress_declared_with_a_stall_wins_and_is_flagged():
 
 
 def test_a_spent_turn_still_advances_the_step_number():
-    _, log = run(["no json", "no json", "no json", reply()], max_turns=2)
+    _, log = run(['{"thought": "no action"}', '{"thought": "no action"}', reply()], max_turns=2)
     assert len(log.of_kind("turn_spent")) == 1
     assert "Step 1. Newest observation" in agent_prompts(log)[-1]
 
@@ -272,3 +272,18 @@ def test_the_embedded_preset_sets_the_limits_and_remote_models_get_none(model, l
     assert (method.shape.limits is not None) is limited
     if limited:
         assert method.shape.limits.items == 6 and method.shape.limits.state_chars == 80
+
+
+def test_a_multi_action_reply_is_committed_and_judged_once():
+    import dataclasses
+
+    body = json.loads(reply(FROZEN))
+    del body["action"]
+    body["actions"] = ["look", "inventory", "look"]
+    brief = dataclasses.replace(BENCH.brief, max_actions_per_turn=3)
+    log = Transcript()
+    model = Recorded(ScriptedModel({"agent": [json.dumps(body)]}), log)
+    method = SituationPassport(model)
+    result = play(TASK, BENCH.make_env(model), method, model, brief=brief, max_turns=1, log=log)
+    assert result.steps == 3
+    assert result.report["stalls_declared"] == 1 and result.report["constraints_issued"] == 1

@@ -2,11 +2,13 @@ import json
 
 import pytest
 
-from baselines.stateact import StateAct, state_block, to_2_1_2
+from baselines.alfworld_examples import to_2_1_2
+from baselines.stateact import StateAct, state_block
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.transcript import Recorded, Transcript
+from pos_bench.types import Task
 
 TASK = ToyBenchmark(n_tasks=4).tasks()[0]
 
@@ -108,3 +110,18 @@ def test_no_repeat_stop_by_default():
 def test_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="repeat_stop"):
         StateAct(ScriptedModel(), repeat_stop=1)
+
+
+def test_two_examples_of_the_task_s_own_type_with_derived_states():
+    bench = ToyBenchmark(n_tasks=1)
+    obs = bench.make_env(None).reset(bench.tasks()[0])
+    texts = {}
+    for kind in ("heat", "look_at_obj"):
+        method = StateAct(ScriptedModel())
+        method.start(Task("game", meta={"task_type": kind}), bench.brief, obs)
+        texts[kind] = method.prompt(obs).messages[1].content.split("Your trajectory so far")[0]
+        assert method.report()["example_type"] == kind
+    heat, look = texts["heat"], texts["look_at_obj"]
+    assert "Example 2:" in heat and "heat mug 2 with microwave 1" in heat and "heat potato 1" in heat
+    assert "use desklamp 1" in look and "alarmclock 1" in look and "microwave" not in look
+    assert "current inventory: mug 2\nthought: None\naction: go to microwave 1" in heat

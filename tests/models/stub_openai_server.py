@@ -130,11 +130,17 @@ class StubServer:
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        counted = True
         try:
             if self.delay:
                 time.sleep(self.delay)
             if fault == "hang":
                 time.sleep(self.faults.hang_seconds)
+            # Uncounted before the answer leaves: once the client has read it, it may send its next request
+            # before this thread would get to a later decrement, and the count would exceed what was in flight.
+            with self._lock:
+                self.in_flight -= 1
+                counted = False
             if fault == "429":
                 self._send(
                     handler, 429, self.error_body("rate limited"), {"Retry-After": self.faults.retry_after}
@@ -149,8 +155,9 @@ class StubServer:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout) before we answered
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            if counted:
+                with self._lock:
+                    self.in_flight -= 1
 
     def _send(
         self, handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: Mapping[str, str] = {}

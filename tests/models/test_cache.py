@@ -225,3 +225,14 @@ def test_stored_rows_are_redacted_and_a_lone_surrogate_is_storable(tmp_path):
     cached.generate(PROMPT)
     (text,) = sqlite3.connect(path).execute("SELECT text FROM responses").fetchone()
     assert text == "key [x] ?"
+
+
+def test_replay_accepts_a_folder_that_holds_one_run(tmp_path):
+    run_dir = tmp_path / "default-1234"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({"model": {"provider": "openai", "model": "m"}}))
+    (tmp_path / "index.json").write_text(json.dumps([{"folder": "default-1234"}]))
+    assert Replayed(str(tmp_path)).run == str(run_dir)
+    (tmp_path / "index.json").write_text(json.dumps([{"folder": "default-1234"}, {"folder": "other-5678"}]))
+    with pytest.raises(ValueError, match="holds 2 runs"):
+        Replayed(str(tmp_path))

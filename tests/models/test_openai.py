@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from pydantic import BaseModel
@@ -150,24 +149,3 @@ def test_client_errors_are_not_retried(stub):
     with pytest.raises(RuntimeError, match="HTTP 404"):
         Retrying(wrong_path, FAST).generate(policy_prompt())
     assert len(stub.requests) == 1
-
-
-def test_requests_in_flight_stay_under_max_concurrency(stub):
-    stub.delay = 0.05
-    errors: list[BaseException] = []
-
-    def episode():
-        try:
-            model(stub, max_concurrency=2).generate(
-                policy_prompt()
-            )  # a model per episode, as the runner does
-        except BaseException as error:  # noqa: BLE001 - surfaced by the assertion below
-            errors.append(error)
-
-    threads = [threading.Thread(target=episode) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and len(stub.requests) == 8
-    assert stub.max_in_flight == 2

@@ -4,6 +4,8 @@ transcript (SPEC-POS §5, §7.5, §12.6)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pos_bench.benchmarks.toy import ToyBenchmark
@@ -68,3 +70,51 @@ def test_alfworld_episode_paths(shared):
 
     bench = AlfWorldBenchmark(limit=1, max_turns=14)
     check_transcript(*play_episode(bench, bench.tasks()[0], 14))
+
+
+QUERIES = [{"name": n, "arguments": {}} for n in ("get_data_overview", "get_alerts", "list_metric_names")]
+SUBMIT_CALL = {
+    "name": "submit_root_cause",
+    "arguments": {"root_cause_entity": "cart", "fault_type": "nodeDown"},
+}
+
+
+def play_rca(agent_replies, max_turns: int):
+    from pos_bench.benchmarks.rca.benchmark import RCABenchmark
+
+    bench = RCABenchmark(source="synthetic", n_synthetic=1)
+    log = Transcript()
+    model = Recorded(PosScript(agent=agent_replies).model(), log)
+    env = bench.make_env(model)
+    result = play(bench.tasks()[0], env, Pos(model), model, brief=bench.brief, max_turns=max_turns, log=log)
+    env.close()
+    return result, log, model.usage
+
+
+def test_t60_three_actions_in_a_turn_are_three_belief_updates():
+    reply = json.dumps({"thought": "scope the incident", "actions": QUERIES})
+    result, log, usage = play_rca([reply], max_turns=2)
+    assert (result.turns, result.steps) == (2, 6)
+    assert usage["agent"].calls == 2
+    memory = [e["record"] for e in log.of_kind("memory")]
+    assert [m["step"] for m in memory] == list(range(6))
+    assert len(result.report["belief_update_history"]) == 1 + 6  # the initial belief, then one per action
+
+
+def test_t60_a_submission_as_action_two_ends_the_episode_and_action_three_never_runs():
+    reply = json.dumps({"thought": "done", "actions": [QUERIES[0], SUBMIT_CALL, QUERIES[1]]})
+    result, log, _ = play_rca([reply], max_turns=3)
+    assert (result.turns, result.steps) == (1, 2)
+    assert [e["action"]["name"] for e in log.of_kind("step")] == ["get_data_overview", "submit_root_cause"]
+    assert len(result.report["belief_update_history"]) == 1 + 2
+
+
+def test_rca_under_pos_shows_no_format_example_or_hint():
+    from pos_bench.benchmarks.rca.benchmark import REASONING_HINT
+
+    reply = json.dumps({"thought": "t", "actions": QUERIES[:1]})
+    _, log, _ = play_rca([reply], max_turns=1)
+    agent = next(e for e in log.of_kind("call") if e["role"] == "agent")
+    user = agent["prompt"]["messages"][1]["content"]
+    assert REASONING_HINT not in user and "Example" not in user
+    assert user.index("Current observation:") < 5

@@ -175,3 +175,25 @@ def test_generic_mode_targets_active_gap_without_gap_part():
     )
     assert d.recovery_frontier == active.model_dump() and "recovery gap" not in d.instruction
     assert d.gap_part == "" and "Active Gap" in d.instruction
+
+
+def test_instruction_is_pattern_space_gap_with_target_verbatim():
+    """§12.2: a target with trailing whitespace is kept as is, and the join is exactly one space."""
+    a = trapped([world(0)] * 4, e_ids=[["e:1"]] * 4, a_ids=[["a:1"]] * 4)
+    gaps = {
+        "epistemic": [Gap(target="find where mug 3 is  ", reason="unseen")],
+        "achievement": GAPS["achievement"],
+    }
+    d = compose(
+        a,
+        gaps=gaps,
+        gap_ids=IDS,
+        active_gap=GapPointer(gap_type="epistemic", target="find where mug 3 is  "),
+        step=4,
+        transitions=transitions(4),
+        snapshots=[s for _, s in a.window],
+        config=RecoveryConfig(),
+        epsilon=0.15,
+    )
+    assert d.instruction == d.pattern_part + " " + d.gap_part
+    assert d.instruction.endswith("find where mug 3 is  ")

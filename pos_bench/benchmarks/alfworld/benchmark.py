@@ -1,5 +1,6 @@
-"""ALFWorld (SPEC-BENCH §2): the 134 `valid_unseen` TextWorld games, played through the real engine
-(`textworld` + alfworld's wrappers), 2.1.2 text by default.
+"""ALFWorld (SPEC-BENCH §2): the 134 `valid_unseen` TextWorld games by default (`split` also takes
+`valid_seen` and `train`), played through the real engine (`textworld` + alfworld's wrappers), 2.1.2 text by
+default.
 
 Each observation's `info` carries `won` and, when enabled, the planner expert's remaining plan
 (`info["plan"]`), which `method=expert` follows. The engine is imported only when an environment is made.
@@ -11,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.benchmarks.alfworld.data import (
+    DEFAULT_SPLIT,
     MISSING_ENGINE,
     TEXT_VERSIONS,
     find_data_root,
     playable_gamefile,
     select_games,
+    split_dir,
 )
 from pos_bench.extras import MissingExtra, require
 from pos_bench.protocols import Model
@@ -141,7 +144,9 @@ class AlfWorldEnv:
 
 
 class AlfWorldBenchmark:
-    """The `eval_out_of_distribution` split (`json_2.1.1/valid_unseen`), sorted and sliced.
+    """A split's games, sorted and sliced: by default `eval_out_of_distribution` (`json_2.1.1/valid_unseen`);
+    `split=valid_seen` (140 games, in distribution) or `train` read the same tree, whose task ids then start
+    with the split name.
 
     Data: `data_dir`, else `$ALFWORLD_DATA`, `~/.cache/alfworld`, then the staged tarball in
     `../shared/benchmarks/alfworld/` (see `alfworld_data.find_data_root`).
@@ -159,8 +164,10 @@ class AlfWorldBenchmark:
         limit: int | None = None,
         max_turns: int = 50,
         text_version: str = "2.1.2",
+        split: str = DEFAULT_SPLIT,
     ):
         require("alfworld", "alfworld", "textworld", what="bench=alfworld (the real TextWorld engine)")
+        split_dir(split)  # validates the name
         if text_version not in TEXT_VERSIONS:
             raise ValueError(f"text_version must be one of {', '.join(TEXT_VERSIONS)}; got {text_version!r}")
         if start < 0:
@@ -173,6 +180,7 @@ class AlfWorldBenchmark:
         self.start, self.limit = start, limit
         self.max_turns = max_turns
         self.text_version = text_version
+        self.split = split
         self.brief = Brief(
             system=SYSTEM, example=example(text_version), mode="execution", policy_max_tokens=512
         )
@@ -180,10 +188,12 @@ class AlfWorldBenchmark:
 
     def tasks(self) -> list[Task]:
         if self._tasks is None:
-            games = select_games(find_data_root(self.data_dir))
+            games = select_games(find_data_root(self.data_dir, self.split), self.split)
             end = None if self.limit is None else self.start + self.limit
+            # ids of the evaluation split stay as they were; other splits are prefixed so results never mix
+            prefix = "" if self.split == DEFAULT_SPLIT else f"{self.split}/"
             self._tasks = [
-                Task(id=g.id, source=str(g.gamefile), meta={"task_type": g.task_type})
+                Task(id=prefix + g.id, source=str(g.gamefile), meta={"task_type": g.task_type})
                 for g in games[self.start : end]
             ]
         return self._tasks

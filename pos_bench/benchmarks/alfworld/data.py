@@ -17,8 +17,22 @@ from pathlib import Path
 from pos_bench.benchmarks import staging
 from pos_bench.extras import MissingExtra, install_hint
 
-SPLIT = Path("json_2.1.1") / "valid_unseen"
+SPLITS = ("valid_unseen", "valid_seen", "train")
+"""ALFWorld's splits: `valid_unseen` is the paper's evaluation set (134 games), `valid_seen` the in-distribution
+set (140), `train` 3,553 (SPEC-BENCH §2.1)."""
+DEFAULT_SPLIT = "valid_unseen"
 TARBALL = "alfworld_json_2.1.1_valid_unseen_134.tar.gz"
+"""The staged tarball beside the repository; it holds `valid_unseen` only."""
+
+
+def split_dir(split: str) -> Path:
+    """The split's directory relative to a data root."""
+    if split not in SPLITS:
+        raise ValueError(f"bench.split must be one of {', '.join(SPLITS)}; got {split!r}")
+    return Path("json_2.1.1") / split
+
+
+SPLIT = split_dir(DEFAULT_SPLIT)
 
 TASK_TYPES = {
     "pick_and_place_simple": "pick_and_place",
@@ -64,20 +78,23 @@ def staged_dir() -> Path:
     return staging.staged_dir("alfworld")
 
 
-def _usable(path: Path) -> Path | None:
+def _usable(path: Path, split: str) -> Path | None:
     """The data root `path` stands for (a tree holding the split, a folder with the tarball, or the
-    tarball itself), unpacking a tarball if needed; None when it holds neither."""
+    tarball itself), unpacking a tarball if needed; None when it holds neither or lacks the split."""
+    wanted = split_dir(split)
     if path.is_file() and path.name.endswith(".tar.gz"):
-        return unpack(path)
-    if (path / SPLIT).is_dir():
+        root: Path | None = unpack(path)
+    elif (path / wanted).is_dir():
         return path
-    if (path / TARBALL).is_file():
-        return unpack(path / TARBALL)
-    return None
+    elif (path / TARBALL).is_file():
+        root = unpack(path / TARBALL)
+    else:
+        return None
+    return root if root is not None and (root / wanted).is_dir() else None
 
 
-def find_data_root(data_dir: str | Path | None) -> Path:
-    """The directory holding `json_2.1.1/valid_unseen`.
+def find_data_root(data_dir: str | Path | None, split: str = DEFAULT_SPLIT) -> Path:
+    """The directory holding `json_2.1.1/<split>`.
 
     An explicit `data_dir` must hold the data. Without one, `$ALFWORLD_DATA`, the alfworld download
     cache and the staged tarball beside the repository are tried in turn. (`$ALFWORLD_DATA` is only a
@@ -90,25 +107,26 @@ def find_data_root(data_dir: str | Path | None) -> Path:
         candidates = [Path(env).expanduser()] if env else []
         candidates += [Path.home() / ".cache" / "alfworld", staged_dir()]
     for path in candidates:
-        found = _usable(path)
+        found = _usable(path, split)
         if found is not None:
             return found
     looked = ", ".join(str(p) for p in candidates)
+    staged = f", a folder holding {TARBALL}, or that tarball itself" if split == DEFAULT_SPLIT else ""
     raise FileNotFoundError(
-        f"ALFWorld data not found (looked in: {looked}); expected a directory containing {SPLIT}, a folder "
-        f"holding {TARBALL}, or that tarball itself. Fix: run `alfworld-download` (needs network), or point "
-        "bench.data_dir or ALFWORLD_DATA at a copy of the data"
+        f"ALFWorld data for split {split} not found (looked in: {looked}); expected a directory containing "
+        f"{split_dir(split)}{staged}. Fix: run `alfworld-download` (needs network), or point bench.data_dir or "
+        "ALFWORLD_DATA at a copy of the data"
     )
 
 
 def unpack(tarball: Path) -> Path:
     """Extract `tarball` once into the cache (see `staging.unpack`); return the extracted root."""
-    return staging.unpack(tarball, cache_root(), expect=SPLIT)
+    return staging.unpack(tarball, cache_root(), expect=Path("json_2.1.1"))
 
 
-def select_games(root: Path) -> list[Game]:
-    """The evaluation games under `root`, sorted by id (the `AlfredTWEnv` filter of SPEC-BENCH §2.1)."""
-    split = root / SPLIT
+def select_games(root: Path, split_name: str = DEFAULT_SPLIT) -> list[Game]:
+    """The games of a split under `root`, sorted by id (the `AlfredTWEnv` filter of SPEC-BENCH §2.1)."""
+    split = root / split_dir(split_name)
     games = []
     for traj in split.rglob("traj_data.json"):
         trial = traj.parent

@@ -1,20 +1,22 @@
 """ClinDiag (SPEC-BENCH §5): a doctor agent questions a patient record through five tools and submits one
 diagnosis, which a judge compares with the case's reference diagnosis.
 
-Benchmark-side roles: the information provider answers each question from one record section, and the
-judge scores the submission. Each has an LLM form (calls `model.generate` with role `benchmark_provider` /
-`benchmark_judge`, so its tokens stay out of the method's totals; a per-role model is set with `roles:` in
-the run config) and an offline deterministic stand-in (`record` provider, `rules` judge; SPEC-BENCH §5.8),
-which are approximations for tests and smoke runs, never a reported metric.
+Benchmark-side roles: the information provider (`roles.py`) answers each question from one record section, and
+the judge (`judge.py`) scores the submission. Each has an LLM form (calls `model.generate` with role
+`benchmark_provider` / `benchmark_judge`, so its tokens stay out of the method's totals; its fixed model must be
+set under `roles:`, and the benchmark refuses to start without it) and an offline deterministic stand-in
+(`record` provider, `rules` judge; SPEC-BENCH §5.8), approximations labelled as such (`labels`).
 
-The answer key is read only inside `score()`; tool handlers see only the case's record sections, and tool
-arguments are never used to locate files.
-"""
+The score is a function of the accepted submission (`scoring.py`), so a finished run can be judged again from
+its transcripts (`score_transcript`). The answer key is read when listing tasks (for the answer-in-record flag
+only) and when scoring; tool handlers see only the case's record sections, and tool arguments are never used to
+locate files."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,25 +24,19 @@ from pos_bench.benchmarks.clindiag.data import (
     CaseRecord,
     CaseRef,
     Source,
-    find_manifest,
     find_source,
     load_answer,
     load_case,
-    read_manifest,
+    select_refs,
 )
-from pos_bench.benchmarks.clindiag.roles import (
-    QUERY_TOOLS,
-    LLMJudge,
-    LLMProvider,
-    RecordProvider,
-    RulesJudge,
-    Submission,
-)
+from pos_bench.benchmarks.clindiag.judge import LLMJudge, RulesJudge, Submission
+from pos_bench.benchmarks.clindiag.roles import QUERY_TOOLS, LLMProvider, RecordProvider
+from pos_bench.benchmarks.clindiag.scoring import SUBMIT, SUBMITTED_STATUS, exposure, grade, submission_of
 from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL, UNKNOWN_TOOL, cap, mentions_any
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
-SUBMIT = "submit_diagnosis"
+LOG = logging.getLogger(__name__)
 ANSWER_KEY = "answer_key"
 NARROWER = "Ask a narrower question to get the rest."
 SUBSET_CHOICES = ("all", "rare", "challenging")
@@ -238,50 +234,30 @@ class ClinDiagEnv:
         if not isinstance(final, str) or not final.strip():
             return _Outcome(BAD_SUBMISSION, "invalid")
         self._submission = Submission.from_arguments(arguments)
-        return _Outcome(SUBMITTED, "submitted")
+        return _Outcome(SUBMITTED, SUBMITTED_STATUS)
 
     def score(self) -> Score:
-        judge_rules = isinstance(self._judge, RulesJudge)
-        by_subset = {f"accuracy_{s}": None for s in SUBSET_CHOICES[1:]}
-        if self._submission is None:
-            extras = {"diagnosis_correct": False, "differential_hit": False, "submitted": False}
-        else:
-            key = load_answer(self._source, self._ref)
-            verdict = self._judge.judge(self._submission, key)
-            extras = {
-                "diagnosis_correct": verdict.diagnosis_correct,
-                "differential_hit": verdict.differential_hit,
-                "submitted": True,
-            }
-            if not judge_rules:  # a shadow verdict, for the rules-vs-LLM agreement figure
-                shadow = RulesJudge().judge(self._submission, key)
-                extras.update(
-                    rules_diagnosis_correct=shadow.diagnosis_correct,
-                    rules_differential_hit=shadow.differential_hit,
-                )
-        by_subset[f"accuracy_{self._ref.subset}"] = extras["diagnosis_correct"]
-        correct = bool(extras["diagnosis_correct"])
-        return Score(
-            success=correct,
-            value=float(correct),
-            extras={
-                **extras,
-                "no_submission": self._submission is None,
-                "judge_rules": judge_rules,
-                **by_subset,
-            },
-        )
+        key = load_answer(self._source, self._ref)
+        return grade(self._submission, key, self._judge, case=self._case, subset=self._ref.subset)
 
     def close(self) -> None:
         return None
 
 
+FIXED_MODEL = (
+    "bench.{kind}=llm needs the fixed {role} model of SPEC-BENCH §5.4 (the same for every backbone): set "
+    "roles.{role} (e.g. +model@roles.{role}=qwen) or add +experiment=clindiag_paper."
+)
+
+
 class ClinDiagBenchmark:
     """The 604 PoS cases (302 rare, then 302 challenging) in manifest order, filtered by subset and sliced.
 
-    Data: `data_dir`, else `$CLINDIAG_DATA`, else the staged copy in `../shared/benchmarks/clindiag/`.
+    Data: `data_dir`, else `$CLINDIAG_DATA`, else the staged copy in `../shared/benchmarks/clindiag/`. A copy
+    without a manifest plays all its cases in sorted id order (and says so once).
     `provider` is `record` (offline rule-based answers) or `llm`; `judge` is `rules` (offline, labelled
-    `judge_rules`) or `llm`.
+    `judge=rules`) or `llm`. The LLM forms need their fixed model: `provider_model` / `judge_model` name it
+    (the config fills them from `roles.benchmark_provider` / `roles.benchmark_judge`).
     """
 
     def __init__(
@@ -295,6 +271,8 @@ class ClinDiagBenchmark:
         max_turns: int = 30,
         provider: str = "record",
         judge: str = "rules",
+        provider_model: str | None = None,
+        judge_model: str | None = None,
         obs_cap: int = 8000,
     ):
         for label, value, choices in (
@@ -309,10 +287,18 @@ class ClinDiagBenchmark:
                 f"need start ≥ 0, limit ≥ 0 or null, max_turns ≥ 1, obs_cap ≥ 1; got {start}, {limit}, {max_turns}, "
                 f"{obs_cap}"
             )
+        for kind, value, model in (("provider", provider, provider_model), ("judge", judge, judge_model)):
+            if value == "llm" and not model:
+                raise ValueError(FIXED_MODEL.format(kind=kind, role=f"benchmark_{kind}"))
         self.data_dir, self.manifest = data_dir, manifest
         self.subset, self.start, self.limit = subset, start, limit
         self.max_turns = max_turns
         self.provider, self.judge, self.obs_cap = provider, judge, obs_cap
+        self.labels = {
+            "judge": "rules" if judge == "rules" else str(judge_model),
+            "provider": "record" if provider == "record" else str(provider_model),
+        }
+        """Who produced the scores and the answers, for run.json, the summary and every table row."""
         self.brief = Brief(
             system=SYSTEM,
             example=EXAMPLE,
@@ -322,15 +308,20 @@ class ClinDiagBenchmark:
         )
         self._source: Source | None = None
         self._refs: list[CaseRef] | None = None
+        self._note = ""
+        self._tasks: list[Task] | None = None
 
     def _selected(self) -> tuple[Source, list[CaseRef]]:
         if self._source is None or self._refs is None:
             source = find_source(self.data_dir)
-            refs = [
-                r
-                for r in read_manifest(find_manifest(self.manifest, source))
-                if self.subset in ("all", r.subset)
-            ]
+            selection = select_refs(source, self.manifest)
+            refs = [r for r in selection.refs if self.subset in ("all", r.subset)]
+            if not refs:
+                found = sorted({r.subset for r in selection.refs})
+                raise ValueError(
+                    f"bench.subset={self.subset} has no cases in {source.root}; subsets found: "
+                    f"{', '.join(found) or 'none'}"
+                )
             end = None if self.limit is None else self.start + self.limit
             refs = refs[self.start : end]
             missing = [
@@ -342,12 +333,30 @@ class ClinDiagBenchmark:
                 raise FileNotFoundError(
                     f"{len(missing)} manifest cases are missing from {source.root} (first: {', '.join(missing[:5])})"
                 )
-            self._source, self._refs = source, refs
+            self._source, self._refs, self._note = source, refs, selection.note
         return self._source, self._refs
 
     def tasks(self) -> list[Task]:
-        _, refs = self._selected()
-        return [Task(id=r.entry, source=r.entry, meta={"subset": r.subset}) for r in refs]
+        """The selected cases; each task's meta holds its subset and whether the record names its answer
+        (read from the answer key here, as a bool only: the agent never sees the key)."""
+        if self._tasks is None:
+            source, refs = self._selected()
+            if self._note:
+                LOG.warning(self._note)
+            tasks = []
+            for r in refs:
+                seen = exposure(load_case(source, r), load_answer(source, r))
+                meta = {
+                    "subset": r.subset,
+                    "answer_in_record": seen.in_record,
+                    "answer_in_presentation": seen.in_presentation,
+                }
+                tasks.append(Task(id=r.entry, source=r.entry, meta=meta))
+            self._tasks = tasks
+        return list(self._tasks)
+
+    def _judge(self, model: Model | None) -> RulesJudge | LLMJudge:
+        return JUDGES[self.judge](model)
 
     def make_env(self, model: Model) -> ClinDiagEnv:
         source, refs = self._selected()
@@ -358,4 +367,17 @@ class ClinDiagBenchmark:
             provider=self.provider,
             judge=self.judge,
             obs_cap=self.obs_cap,
+        )
+
+    def score_transcript(self, task: Task, events: Sequence[Mapping[str, Any]], model: Model) -> Score:
+        """Judge again the submission recorded in an episode's events, with this benchmark's judge; no
+        episode is played and no policy call is made."""
+        source, refs = self._selected()
+        ref = {r.entry: r for r in refs}[task.id]
+        return grade(
+            submission_of(events),
+            load_answer(source, ref),
+            self._judge(model),
+            case=load_case(source, ref),
+            subset=ref.subset,
         )

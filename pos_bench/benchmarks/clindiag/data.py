@@ -27,6 +27,8 @@ TARBALL = "clindiag_pos604_benchmark_dataset.tar.gz"
 OFFICIAL_ZIP = "Clindiag_Benchmark.zip"
 MANIFEST_NAMES = ("pos_manifest_604.txt", "manifest.txt")
 SUBSETS = ("rare", "challenging")
+UNLABELLED = "unlabelled"
+"""Subset of a case from a tree that does not say which subset it belongs to."""
 INITIAL = "initial_information.json"
 ANSWER = "diagnosis.json"
 MERGED_TESTS = "diagnostic_test.json"
@@ -132,13 +134,31 @@ def _archive_in(path: Path) -> Path | None:
 
 
 def _index(root: Path) -> tuple[dict[str, Path], dict[str, Path]]:
-    """Case directories and answer files below `root`, keyed by slug (prepared) or directory name."""
+    """Case directories and answer files below `root`, keyed by slug (prepared) or directory name; two case
+    folders with the same key are an error naming both."""
     if (root / "cases").is_dir() and (root / "answer_key").is_dir():
-        cases = {d.name: d for d in (root / "cases").iterdir() if (d / INITIAL).is_file()}
+        folders = sorted(d for d in (root / "cases").iterdir() if (d / INITIAL).is_file())
         answers = {p.name.removesuffix("." + ANSWER): p for p in (root / "answer_key").glob("*." + ANSWER)}
-        return cases, answers
-    cases = {p.parent.name: p.parent for p in sorted(root.rglob(INITIAL))}
-    return cases, {name: d / ANSWER for name, d in cases.items()}
+    else:
+        folders = [p.parent for p in sorted(root.rglob(INITIAL))]
+        answers = {d.name: d / ANSWER for d in folders}
+    cases: dict[str, Path] = {}
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        case_id = _split_slug(folder.name)[1]
+        if case_id in seen:
+            raise ValueError(
+                f"case id {case_id!r} occurs twice in {root}: {seen[case_id]} and {folder}; keep one of them"
+            )
+        seen[case_id] = folder
+        cases[folder.name] = folder
+    return cases, answers
+
+
+def _split_slug(name: str) -> tuple[str | None, str]:
+    """`rare__x` → ("rare", "x"); a plain id has no subset of its own."""
+    subset, sep, case_id = name.partition("__")
+    return (subset, case_id) if sep and subset in SUBSETS and case_id else (None, name)
 
 
 def open_source(path: Path, cache: Path | None = None) -> Source | None:
@@ -196,19 +216,49 @@ def read_manifest(path: Path) -> list[CaseRef]:
     return refs
 
 
-def find_manifest(manifest: str | Path | None, source: Source) -> Path:
-    """`manifest`, else one inside the user's copy, else the staged one."""
+@dataclass(frozen=True)
+class Selection:
+    """The cases a run plays, in order, and how that order was decided."""
+
+    refs: list[CaseRef]
+    note: str = ""
+    """Set when no manifest was used, to be said once to the user."""
+
+
+def find_manifest(manifest: str | Path | None, source: Source) -> Path | None:
+    """`manifest`, else one inside the user's copy, else None."""
     if manifest is not None:
         path = Path(manifest).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"bench.manifest {path} does not exist")
         return path
-    staged = staged_dir() / MANIFEST_NAMES[0]
-    for path in (source.manifest, staged):
-        if path is not None and path.is_file():
-            return path
-    raise FileNotFoundError(
-        f"no ClinDiag manifest in {source.root} or {staged}; set bench.manifest. {HOW_TO_GET}"
+    return source.manifest
+
+
+def _subset_in_tree(source: Source, key: str) -> str:
+    slug_subset = _split_slug(key)[0]
+    if slug_subset:
+        return slug_subset
+    parts = source.case_dirs[key].relative_to(source.root).parts[:-1]
+    return next((p for p in reversed(parts) if p in SUBSETS), UNLABELLED)
+
+
+def select_refs(source: Source, manifest: str | Path | None) -> Selection:
+    """The manifest's cases, or, when the copy has no manifest, every case in sorted id order with its subset
+    taken from the tree (a `rare/` or `challenging/` folder, or a `<subset>__` slug) where there is one."""
+    path = find_manifest(manifest, source)
+    if path is not None:
+        return Selection(read_manifest(path))
+    refs = sorted(
+        (CaseRef(id=_split_slug(key)[1], subset=_subset_in_tree(source, key)) for key in source.case_dirs),
+        key=lambda r: r.id,
+    )
+    return Selection(
+        refs,
+        note=(
+            f"ClinDiag: no manifest in {source.root}, so all {len(refs)} cases play in sorted id order; set "
+            f"bench.manifest (e.g. the PoS manifest {MANIFEST_NAMES[0]}) to play a fixed list."
+        ),
     )
 
 

@@ -1,28 +1,25 @@
-"""ClinDiag's benchmark-side roles: the information provider and the judge (SPEC-BENCH §5.4, §5.5, §5.8).
+"""ClinDiag's information provider (SPEC-BENCH §5.4, §5.8): answers the doctor's questions from one record
+section. The judge lives in `judge.py`.
 
-Each comes in two forms with the same interface:
-- LLM: the run's model with role `benchmark_provider` / `benchmark_judge` (the paper fixes one provider
-  model for every backbone: set it under `roles:` in the run config);
-- offline: `RecordProvider` returns the record sentences that share a content word with the question, and
-  `RulesJudge` matches normalised names. Both are deterministic approximations for tests and smoke runs;
-  scores from `RulesJudge` are labelled (`judge_rules`) and are not the paper's metric.
+Two forms with the same interface:
+- LLM: the fixed provider model (role `benchmark_provider`, set under `roles:`; `provider=llm` refuses to
+  start without it);
+- offline: `RecordProvider` returns the few record sentences that share content words with the question. A
+  deterministic approximation for tests and smoke runs.
 
-Neither form ever sees the answer key except the judge, which receives it as an argument when scoring.
+Neither form ever sees the answer key.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictBool
-
-from pos_bench.benchmarks.clindiag.data import NO_RECORD, AnswerKey
+from pos_bench.benchmarks.clindiag.data import NO_RECORD
 from pos_bench.protocols import Model
-from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
 
 NOT_SPECIFIED = "The record does not specify this."
@@ -73,44 +70,6 @@ PROVIDER_RULES = """You answer a doctor's questions about one patient, using onl
 - Do not add anything that was not asked for; do not guess, advise, interpret or hint at what to ask next.
 - If the record does not contain the item asked about, say that it is not specified in the record.
 - Never name, suggest or discuss any diagnosis, even if asked."""
-
-
-@dataclass(frozen=True)
-class Submission:
-    final_diagnosis: str
-    differential_diagnosis: str = ""
-    diagnostic_reasoning: str = ""
-
-    @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> Submission:
-        def text(value: Any) -> str:
-            if isinstance(value, (list, tuple)):
-                return "; ".join(str(v) for v in value)
-            return "" if value is None else str(value)
-
-        return cls(
-            final_diagnosis=text(arguments.get("final_diagnosis")).strip(),
-            differential_diagnosis=text(arguments.get("differential_diagnosis")),
-            diagnostic_reasoning=text(arguments.get("diagnostic_reasoning")),
-        )
-
-
-class Verdict(BaseModel):
-    """The judge's decision; `diagnosis_correct` must be a JSON boolean (SPEC-BENCH §5.5)."""
-
-    model_config = ConfigDict(extra="ignore")
-    diagnosis_correct: StrictBool
-    differential_hit: StrictBool = False
-    reason: str = ""
-
-
-VERDICT_SCHEMA = {
-    **Verdict.model_json_schema(),
-    "required": ["diagnosis_correct", "differential_hit", "reason"],
-    "additionalProperties": False,
-}
-"""What the judge is asked for: all three keys and nothing else (constrained decoders then cannot wander off);
-validation itself tolerates extra keys and a missing reason."""
 
 
 # ---- provider -------------------------------------------------------------------------------------
@@ -198,9 +157,39 @@ def record_units(record: str) -> list[tuple[str, str]]:
     return units
 
 
+MAX_ITEMS = 4
+"""Record sentences one answer may hold; more needs another, narrower question."""
+MAX_NAMES = 12
+NO_MATCH_CAP = 600
+"""Longest reply to a question that matches nothing in the record (the not-specified note plus item names)."""
+
+
+def _item_name(label: str) -> str:
+    """What a unit is about, as a doctor would ask for it: `entry 2, vital signs` → `vital signs`,
+    `Chest CT, findings` → `Chest CT`."""
+    parts = [p for p in label.split(", ") if p]
+    if parts and re.fullmatch(r"entry \d+", parts[0]):
+        parts = parts[1:]
+    return parts[0] if parts else ""
+
+
+def no_match(units: list[tuple[str, str]]) -> str:
+    """The not-specified answer, naming the items of this section that hold something (never their text)."""
+    names = list(dict.fromkeys(_item_name(label) for label, text in units if not _unspecified(text)))
+    names = [n for n in names if n][:MAX_NAMES]
+    reply = NOT_SPECIFIED
+    if names:
+        reply += " Items on record here: " + "; ".join(names) + "."
+    if len(reply) > NO_MATCH_CAP:
+        reply = reply[: NO_MATCH_CAP - 1].rsplit(";", 1)[0] + "."
+    return reply
+
+
 class RecordProvider:
-    """Offline provider (SPEC-BENCH §5.8): the record units sharing a content word with the question, else
-    every specified unit of the section, else a not-specified answer."""
+    """Offline provider (SPEC-BENCH §5.8, tightened by issue 13): the few record sentences that share the most
+    content words with the question (a word in the sentence counts twice, one in its label once), preferring
+    specified ones; a question that matches nothing gets a short not-specified answer naming the items that can
+    be asked about, never the section's contents."""
 
     def __init__(self, model: Model | None = None):
         """`model` is accepted for a signature shared with `LLMProvider`, and unused."""
@@ -210,142 +199,16 @@ class RecordProvider:
             return NO_RECORD
         units = record_units(record)
         keywords = content_words(question)
-        hits = [u for u in units if keywords & content_words(f"{u[0]} {u[1]}")]
-        specified_hits = [u for u in hits if not _unspecified(u[1])]
-        chosen = specified_hits or hits or [u for u in units if not _unspecified(u[1])]
+        scored = []
+        for index, (label, text) in enumerate(units):
+            score = 2 * len(keywords & content_words(text)) + len(keywords & content_words(label))
+            if score:
+                scored.append((score, index))
+        specified = [(s, i) for s, i in scored if not _unspecified(units[i][1])]
+        chosen = sorted(specified or scored, key=lambda si: (-si[0], si[1]))[:MAX_ITEMS]
         if not chosen:
-            return NOT_SPECIFIED
-        return "\n".join(f"{label}: {text}" if label else text for label, text in chosen)
-
-
-# ---- judge ----------------------------------------------------------------------------------------
-
-JUDGE_RULES = """You are a senior physician grading a submitted diagnosis against the reference diagnosis of the same case.
-1. diagnosis_correct: true only if the submitted final diagnosis names the same disease or condition as the reference final
-   diagnosis. Synonyms, standard abbreviations and clinically equivalent wording count as the same. A merely related
-   condition, a broader category, a complication or a predisposing condition does not.
-   A submission MORE specific than the reference (a subtype, stage or variant the reference does not state) is correct only
-   if the submitted reasoning gives case evidence for that extra detail.
-2. differential_hit: true if the reference final diagnosis appears in the submitted differential, under the same rule.
-Reply with one JSON object: {"diagnosis_correct": true|false, "differential_hit": true|false, "reason": "<one sentence>"}."""
-
-JUDGE_CASE = """Reference:
-- final diagnosis: {ref_final}
-- differential: {ref_differential}
-- reasoning: {ref_reasoning}
-
-Submitted:
-- final diagnosis: {final}
-- differential: {differential}
-- reasoning: {reasoning}"""
-
-
-class LLMJudge:
-    """Grades with the run's model (role `benchmark_judge`), JSON verdict, up to two re-asks; none valid → error."""
-
-    max_repairs = 2
-
-    def __init__(self, model: Model):
-        self.model = model
-
-    def judge(self, submission: Submission, key: AnswerKey) -> Verdict:
-        case = JUDGE_CASE.format(
-            ref_final=key.final_diagnosis,
-            ref_differential=key.differential_diagnosis,
-            ref_reasoning=key.diagnostic_reasoning,
-            final=submission.final_diagnosis,
-            differential=submission.differential_diagnosis,
-            reasoning=submission.diagnostic_reasoning,
-        )
-        prompt = Prompt(
-            messages=(Message("system", JUDGE_RULES), Message("user", case)),
-            schema=VERDICT_SCHEMA,
-            max_tokens=512,
-        )
-        verdict = ask(self.model, prompt, Verdict, role="benchmark_judge", max_repairs=self.max_repairs)
-        if isinstance(verdict, Verdict):
-            return verdict
-        raise RuntimeError(
-            f"the ClinDiag judge gave no valid verdict in {self.max_repairs + 1} attempts: {verdict.problem}"
-        )
-
-
-SPELLINGS = {
-    "anaemia": "anemia",
-    "leukaemia": "leukemia",
-    "tumour": "tumor",
-    "oedema": "edema",
-    "haemorrhage": "hemorrhage",
-    "haemorrhagic": "hemorrhagic",
-    "oesophageal": "esophageal",
-    "oesophagitis": "esophagitis",
-    "haematoma": "hematoma",
-    "paediatric": "pediatric",
-    "ischaemic": "ischemic",
-    "ischaemia": "ischemia",
-    "haemolytic": "hemolytic",
-}
-"""British → American spellings, applied word by word."""
-
-ABBREVIATIONS = {
-    "sle": "systemic lupus erythematosus",
-    "copd": "chronic obstructive pulmonary disease",
-    "dvt": "deep vein thrombosis",
-    "tb": "tuberculosis",
-    "aml": "acute myeloid leukemia",
-    "cml": "chronic myeloid leukemia",
-    "cll": "chronic lymphocytic leukemia",
-    "ra": "rheumatoid arthritis",
-    "ms": "multiple sclerosis",
-    "als": "amyotrophic lateral sclerosis",
-    "dlbcl": "diffuse large b cell lymphoma",
-    "mi": "myocardial infarction",
-    "stemi": "st elevation myocardial infarction",
-    "ards": "acute respiratory distress syndrome",
-    "hlh": "hemophagocytic lymphohistiocytosis",
-    "ttp": "thrombotic thrombocytopenic purpura",
-    "gbs": "guillain barre syndrome",
-    "pres": "posterior reversible encephalopathy syndrome",
-}
-"""Standard abbreviations, expanded when a whole normalised name (or a word inside it) is one."""
-
-
-def normalise(text: str) -> str:
-    """Lowercase, punctuation to spaces, whitespace collapsed, spellings unified and abbreviations expanded."""
-    words = re.sub(r"[\W_]+", " ", text.lower()).split()
-    return " ".join(ABBREVIATIONS.get(w, SPELLINGS.get(w, w)) for w in words)
-
-
-class RulesJudge:
-    """Offline judge (SPEC-BENCH §5.8): correct ⇔ normalised names equal, an alias matches, or word-set
-    Jaccard ≥ 0.8; differential hit ⇔ the normalised reference occurs (whole words) in the differential."""
-
-    def __init__(
-        self,
-        model: Model | None = None,
-        *,
-        aliases: Mapping[str, Sequence[str]] | None = None,
-        threshold: float = 0.8,
-    ):
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-        self.aliases = {normalise(k): {normalise(a) for a in v} for k, v in (aliases or {}).items()}
-        self.threshold = threshold
-
-    def same(self, submitted: str, reference: str) -> bool:
-        a, b = normalise(submitted), normalise(reference)
-        if not a or not b:
-            return False
-        if a == b or a in self.aliases.get(b, ()):
-            return True
-        words_a, words_b = set(a.split()), set(b.split())
-        return len(words_a & words_b) / len(words_a | words_b) >= self.threshold
-
-    def judge(self, submission: Submission, key: AnswerKey) -> Verdict:
-        reference = normalise(key.final_diagnosis)
-        differential = normalise(submission.differential_diagnosis)
-        return Verdict(
-            diagnosis_correct=self.same(submission.final_diagnosis, key.final_diagnosis),
-            differential_hit=bool(reference) and f" {reference} " in f" {differential} ",
-            reason="rules judge (normalised match, aliases, word-set Jaccard)",
+            return no_match(units)
+        return "\n".join(
+            f"{units[i][0]}: {units[i][1]}" if units[i][0] else units[i][1]
+            for _, i in sorted(chosen, key=lambda si: si[1])
         )

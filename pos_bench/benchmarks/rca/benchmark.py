@@ -27,15 +27,31 @@ REFUSED_FRAGMENTS = ("answer_key", "gt.json", "../", "..\\")
 NARROWER = "Narrow the query (a keyword, an entity, a smaller limit) to see the rest."
 
 _CATALOG = "\n".join(f"- {name}: {meaning}" for name, meaning in FAULT_TYPES.items())
-SYSTEM = f"""You are an on-call site reliability engineer diagnosing one incident in a microservice system on
-Kubernetes, acting through read-only query tools over the incident's telemetry.
+_HOW_TO_ACT = """You are an on-call site reliability engineer finding the root cause of one incident in a microservice system on
+Kubernetes, reasoning step by step and acting through read-only query tools over the incident's telemetry.
 
 How to act:
-- Every turn, call exactly one tool from the available list; no other tool exists.
-- In the thought, say what the last result showed and which candidate causes are still open.
-- End the case with exactly one call to submit_root_cause.
+- {turn_rule}
+- In the thought, say what the last results showed and which candidate causes are still open.
+- Tool names must match the available list exactly; that list is complete, and no other tool exists.
+- The incident's data is reachable only through the tools. Start from the alerting entity and its neighbours in
+  the topology, and cross-check metrics, logs, traces and events inside the alert window.
+- A tool call is not evidence; the observation it returns is. When a result is cut short, narrow the query
+  instead of repeating it.
+- The alerting entity is where the symptom surfaced; it is often not the root cause.
+- Submit exactly once, with submit_root_cause.
 
-What to submit (the entity standard):
+"""
+
+ONE_ACTION_RULE = "Every turn, call exactly one tool from the available list."
+
+MULTI_ACTION_RULE = (
+    "Every turn, list 1 to {n} tool calls in order. They run one after another, and each one returns its own\n"
+    "  observation. Put in one turn queries that do not depend on each other; leave a query that needs an earlier\n"
+    "  result for a later turn. submit_root_cause must be the only call of its turn."
+)
+
+SYSTEM_BODY = f"""What to submit (the entity standard):
 - root_cause_entity is exactly one service name (topology type apm.service, e.g. cart) or one node name (type
   k8s.node, e.g. cn-hongkong.10.0.1.5), copied verbatim from the tools. Pods, operations, deployments and
   instances are never accepted as the answer: name the service or node they belong to.
@@ -66,11 +82,20 @@ Submitting:
 - A submission with an empty entity or an unknown fault type is rejected and still costs a step; a valid
   submission is final and closes the case."""
 
-EXAMPLE = """Example of the reply format only (an invented system, not a case from this benchmark):
-Observation: {"matched":3,"returned":3,"lines":[{"time":"2030-01-01T10:05:00+08:00","pod":"billing-5f6d7c8b9-x1y2z","content":"ERROR quota exceeded"}]}
-Reply: {"thought": "billing logs a quota error; check whether its own error count rose from its baseline.", "action": {"name": "query_metrics", "arguments": {"entity_name": "billing", "metric": "error_count"}}}
-Shape of the final reply:
-{"thought": "<the evidence>", "action": {"name": "submit_root_cause", "arguments": {"root_cause_entity": "<service or node>", "fault_type": "<catalog id>", "analysis": "<why>"}}}"""
+
+def system_prompt(max_actions_per_turn: int) -> str:
+    """The policy system prompt; its turn rule follows the number of tool calls a turn may hold (SPEC-BASE §2.3)."""
+    if max_actions_per_turn == 1:
+        rule = ONE_ACTION_RULE
+    else:
+        rule = MULTI_ACTION_RULE.format(n=max_actions_per_turn)
+    return _HOW_TO_ACT.format(turn_rule=rule) + SYSTEM_BODY
+
+
+REASONING_HINT = (
+    "Symptoms that rise together are not evidence of a cause by themselves: test the mechanism you suspect with "
+    "the tools before you submit."
+)
 
 FINAL_TURN_NOTE = (
     "This is your last turn: nothing can follow it. Call submit_root_cause now with the service or node and the "
@@ -215,7 +240,7 @@ class RCABenchmark:
 
     `source=synthetic` (default) generates `n_synthetic` cases for `seed` once into the pos_bench cache;
     `source=real` reads `data_dir` / `$RCA100_DATA` and the answer key `answer_key` / `$RCA100_ANSWER_KEY`.
-    The paper allows up to 3 actions per turn; the shared loop plays one, so a turn here is one action.
+    A turn holds up to `max_actions_per_turn` tool calls (SPEC-BENCH §4.6: 3), each one env step.
     """
 
     def __init__(
@@ -230,6 +255,7 @@ class RCABenchmark:
         limit: int | None = None,
         max_turns: int = 50,
         obs_cap: int = 20000,
+        max_actions_per_turn: int = 3,
     ):
         require("rca", "pyarrow", what="RCA-100 (its cases are parquet files)")
         if source not in SOURCES:
@@ -242,12 +268,14 @@ class RCABenchmark:
         self.source, self.data_dir, self.answer_key = source, data_dir, answer_key
         self.n_synthetic, self.seed = n_synthetic, seed
         self.start, self.limit, self.max_turns, self.obs_cap = start, limit, max_turns, obs_cap
+        # SPEC-BASE §2.3: a reasoning hint instead of a format example; PoS shows neither (SPEC-POS §9.1)
         self.brief = Brief(
-            system=SYSTEM,
-            example=EXAMPLE,
+            system=system_prompt(max_actions_per_turn),
+            reasoning_hint=REASONING_HINT,
             final_turn_note=FINAL_TURN_NOTE,
             mode="diagnostic",
             policy_max_tokens=4096,
+            max_actions_per_turn=max_actions_per_turn,
         )
         self._selected: tuple[Dataset, tuple[str, ...]] | None = None
 

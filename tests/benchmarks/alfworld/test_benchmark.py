@@ -6,17 +6,25 @@ from __future__ import annotations
 import collections
 import importlib.util
 import json
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from baselines.expert import Expert
 from pos_bench.benchmarks.alfworld.benchmark import AlfWorldBenchmark, AlfWorldEnv
 from pos_bench.benchmarks.alfworld.data import TARBALL, patch_to_2_1_2
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
+from pos_bench.runner import run
 from pos_bench.transcript import Transcript
 from pos_bench.types import ToolCall
+from tests.conftest import REPO
 
 SPEC_COUNTS = {"clean": 31, "heat": 23, "cool": 21, "pick_and_place": 24, "look_at_obj": 18, "pick_two": 17}
 
@@ -210,3 +218,60 @@ def test_without_the_planner_observations_carry_no_plan_and_the_expert_says_why(
         assert "plan" not in env.step("look").info
     finally:
         env.close()
+
+
+@pytest.fixture(scope="module")
+def seen_tree(tarball: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny `valid_seen` tree: three games of different types copied out of the staged valid_unseen data."""
+    tasks = AlfWorldBenchmark(tarball).tasks()
+    root = tmp_path_factory.mktemp("alfworld_seen")
+    for kind in ("pick_and_place", "look_at_obj", "clean"):
+        trial = Path(first_of(tasks, kind).source).parent
+        target = root / "json_2.1.1" / "valid_seen" / trial.parent.name / trial.name
+        target.mkdir(parents=True)
+        for name in ("traj_data.json", "game.tw-pddl"):
+            shutil.copy(trial / name, target / name)
+    return root
+
+
+def test_a_split_reads_its_own_directory_and_prefixes_its_ids(seen_tree: Path) -> None:
+    tasks = AlfWorldBenchmark(str(seen_tree), split="valid_seen").tasks()
+    assert len(tasks) == 3 and all(t.id.startswith("valid_seen/") for t in tasks)
+    assert sorted(t.meta["task_type"] for t in tasks) == ["clean", "look_at_obj", "pick_and_place"]
+    with pytest.raises(FileNotFoundError, match="split valid_unseen"):
+        AlfWorldBenchmark(str(seen_tree)).tasks()
+    with pytest.raises(ValueError, match="valid_unseen, valid_seen, train"):
+        AlfWorldBenchmark(split="test")
+
+
+def test_the_data_checker_counts_every_split_it_finds(seen_tree: Path, tarball: Path) -> None:
+    script = REPO / "scripts" / "check_alfworld_data.py"
+    seen = subprocess.run(
+        [sys.executable, str(script), str(seen_tree)], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert seen.returncode == 1  # three games are not the published 140
+    assert "splits not found: valid_unseen, train" in seen.stdout
+    assert re.search(r"valid_seen .*\n(.*\n)*total\s+3\s+140", seen.stdout)
+    unseen = subprocess.run(
+        [sys.executable, str(script), str(tarball)], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert unseen.returncode == 0 and re.search(r"total\s+134\s+134", unseen.stdout)
+
+
+@pytest.mark.engine
+def test_the_expert_wins_a_valid_seen_tree_through_the_command_line_config(
+    seen_tree: Path, engine: None, tmp_path: Path
+) -> None:
+    overrides = [
+        "method=expert",
+        "bench=alfworld",
+        "bench.split=valid_seen",
+        "bench.limit=3",
+        f"bench.data_dir={seen_tree}",
+        "model=scripted",
+        "runner.progress=false",
+    ]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+    summary = run(cfg, tmp_path, {"bench": "alfworld", "method": "expert"})
+    assert (summary.episodes, summary.successes, summary.errors) == (3, 3, 0)

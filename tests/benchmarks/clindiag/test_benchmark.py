@@ -12,7 +12,8 @@ from hydra.utils import instantiate
 
 from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.benchmark import EXAMPLE, SUBMIT, SYSTEM, ClinDiagBenchmark
-from pos_bench.benchmarks.clindiag.roles import PROVIDER_RULES, RecordProvider, RulesJudge, Submission
+from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
+from pos_bench.benchmarks.clindiag.roles import MAX_ITEMS, PROVIDER_RULES, RecordProvider
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.protocols import MethodBase
@@ -368,14 +369,15 @@ def test_question_tools_work_without_the_answer_key_which_is_read_only_when_scor
     prepared_layout, two_cases
 ):
     subset, case_id = two_cases[0]
-    (prepared_layout / "answer_key" / f"{subset}__{case_id}.diagnosis.json").unlink()
     prepared = ClinDiagBenchmark(str(prepared_layout))
+    task = prepared.tasks()[0]  # listing reads the key once, for the answer-in-record flag only
+    (prepared_layout / "answer_key" / f"{subset}__{case_id}.diagnosis.json").unlink()
     env = prepared.make_env(None)
-    env.reset(prepared.tasks()[0])
+    env.reset(task)
     for name, question in QUESTIONS:
         assert env.step(ToolCall(name, {"question": question})).info["status"] == "answered"
     assert env.step(ToolCall(SUBMIT, {"final_diagnosis": "anything"})).done
-    with pytest.raises(KeyError, match="no answer key"):
+    with pytest.raises(FileNotFoundError, match="diagnosis.json"):
         env.score()
 
 
@@ -383,7 +385,7 @@ def test_observation_cap_keeps_the_head_and_says_how_long_it_was(prepared_layout
     subset, case_id = two_cases[0]
     history = {
         "medical_history": {
-            "history_of_present_illness": "".join(f"Fever reading {i} was recorded. " for i in range(600))
+            "history_of_present_illness": "".join(f"fever reading {i} was recorded, " for i in range(600))
         }
     }
     write(prepared_layout / "cases" / f"{subset}__{case_id}" / "medical_history.json", history)
@@ -408,7 +410,9 @@ def test_llm_provider_and_judge_use_their_roles_and_see_only_what_they_should(be
     model = Recorded(
         ScriptedModel({"benchmark_provider": ["The record says so."], "benchmark_judge": [verdict]}), log
     )
-    llm = ClinDiagBenchmark(str(staged), provider="llm", judge="llm", limit=1)
+    llm = ClinDiagBenchmark(
+        str(staged), provider="llm", judge="llm", limit=1, provider_model="scripted", judge_model="scripted"
+    )
     result = play(
         task,
         llm.make_env(model),
@@ -446,7 +450,7 @@ def test_llm_judge_reasks_until_a_boolean_verdict_and_fails_after_three(bench, s
         (["nope", "still nope", '{"diagnosis_correct": 1}'], None),
     ):
         model = ScriptedModel({"benchmark_judge": replies})
-        env = ClinDiagBenchmark(str(staged), judge="llm").make_env(model)
+        env = ClinDiagBenchmark(str(staged), judge="llm", judge_model="scripted").make_env(model)
         env.reset(task)
         env.step(ToolCall(SUBMIT, {"final_diagnosis": "some disease"}))
         if outcome is None:
@@ -481,14 +485,14 @@ def test_rules_judge_matching(submitted, reference, correct):
 
 def test_rules_judge_aliases_and_differential_hit():
     key = data.AnswerKey("Trisomy 18", "", "")
-    judge = RulesJudge(aliases={"Trisomy 18": ["Edwards syndrome"]})
-    assert judge.judge(Submission("Edwards syndrome"), key).diagnosis_correct
-    assert not RulesJudge().judge(Submission("Edwards syndrome"), key).diagnosis_correct
+    judge = RulesJudge(aliases={"Trisomy 18": ["Quillon-Varnet syndrome"]})
+    assert judge.judge(Submission("Quillon-Varnet syndrome"), key).diagnosis_correct
+    assert not RulesJudge().judge(Submission("Quillon-Varnet syndrome"), key).diagnosis_correct
     assert RulesJudge().judge(Submission("x", "Turner syndrome; trisomy-18"), key).differential_hit
     assert not RulesJudge().judge(Submission("x", "trisomy 180"), key).differential_hit
 
 
-def test_record_provider_answers_matching_sentences_else_everything_specified():
+def test_record_provider_answers_the_best_matching_sentences_and_never_dumps_a_section():
     record = json.dumps(
         {
             "medical_history": {
@@ -505,11 +509,11 @@ def test_record_provider_answers_matching_sentences_else_everything_specified():
     assert (
         provider.answer(None, record, "Does the father have asthma?") == "family history: Father had asthma."
     )
-    assert provider.answer(None, record, "Does she smoke?").splitlines() == [
-        "chief complaint: Cough for three weeks.",
-        "family history: Father had asthma.",
-        "family history: Mother is well.",
-    ]
+    nothing = provider.answer(None, record, "Does she smoke?")
+    assert (
+        nothing == "The record does not specify this. Items on record here: chief complaint; family history."
+    )
+    assert "Cough" not in nothing and "asthma" not in nothing
     assert provider.answer(None, record, "What about the social history?") == "social history: Not specified."
     assert (
         provider.answer(
@@ -524,6 +528,8 @@ def test_record_provider_answers_matching_sentences_else_everything_specified():
         == "The record does not specify this."
     )
     assert provider.answer(None, data.NO_RECORD, "Any CT?") == data.NO_RECORD
+    many = json.dumps({"history_of_present_illness": " ".join(f"Fever on day {i}." for i in range(1, 30))})
+    assert len(provider.answer(None, many, "Was there fever?").splitlines()) == MAX_ITEMS
 
 
 def test_prompts_hold_no_benchmark_case_id(truth):
@@ -542,6 +548,17 @@ def test_bench_config_and_paper_experiment_compose():
         paper = compose("config", overrides=["+experiment=clindiag_paper"])
     assert (paper.bench.provider, paper.bench.judge) == ("llm", "llm")
     assert paper.roles.benchmark_judge == paper.roles.benchmark_provider
+    fixed = instantiate(paper.bench, _convert_="all")
+    assert fixed.labels == {"judge": "qwen3.7-plus", "provider": "qwen3.7-plus"}
+    assert bench.labels == {"judge": "rules", "provider": "record"}
+    with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
+        unfixed = compose("config", overrides=["bench=clindiag", "bench.judge=llm"])
+        chosen = compose(
+            "config", overrides=["bench=clindiag", "bench.judge=llm", "+model@roles.benchmark_judge=kimi"]
+        )
+    with pytest.raises(Exception, match="bench.judge=llm needs the fixed benchmark_judge model"):
+        instantiate(unfixed.bench, _convert_="all")
+    assert instantiate(chosen.bench, _convert_="all").labels["judge"] == "kimi-k3"
 
 
 def agreement(*args):

@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from pos_bench.benchmarks.rca import data as rca_data
-from pos_bench.benchmarks.rca.benchmark import SUBMIT, SYSTEM, RCABenchmark, RCAEnv
+from pos_bench.benchmarks.rca.benchmark import SUBMIT, RCABenchmark, RCAEnv, system_prompt
 from pos_bench.benchmarks.rca.catalog import FAULT_TYPES
 from pos_bench.benchmarks.rca.shop import FAULT_ROOTS
 from pos_bench.loop import play
@@ -308,6 +308,7 @@ def test_observation_cap_keeps_the_head_and_says_how_long_it_was(dataset):
 def test_brief_carries_catalog_method_and_contract():
     bench = RCABenchmark()
     assert bench.brief.mode == "diagnostic" and bench.brief.final_turn_note and bench.max_turns == 50
+    SYSTEM = system_prompt(3)
     assert all(f"- {name}:" in SYSTEM for name in FAULT_TYPES)
     assert "9." in SYSTEM and "verbatim" in SYSTEM and "submit_root_cause" in SYSTEM
 

@@ -1,0 +1,156 @@
+"""Measure a ClinDiag judge on a labelled fixture generated from the cases (see clindiag/fixture.py).
+
+Prints one confusion table per form (true/false positives/negatives, acceptance rate) and the targets of
+issue 13 for the rules judge. With `--llm MODEL` it also grades (a per-form sample of) the fixture with the LLM
+judge served by that model config (conf/model/MODEL.yaml plus `--set key=value` overrides).
+
+    python scripts/clindiag_judge_eval.py [--data DIR] [--judge pkg.module:Class] [--by-variant]
+        [--llm qwen --set model=qwen3.7-plus --llm-per-form 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from pos_bench.benchmarks.clindiag import data
+from pos_bench.benchmarks.clindiag.fixture import ACCEPTED_FORMS, FORMS, CaseText, Item, build
+from pos_bench.benchmarks.clindiag.judge import LLMJudge, Submission
+from pos_bench.models.roles import build_model
+from pos_bench.rescore import merged
+
+REPO = Path(__file__).resolve().parents[1]
+Grader = Callable[[Item, CaseText], bool]
+
+
+def load_cases(data_dir: str | None, manifest: str | None) -> tuple[list[CaseText], str]:
+    source = data.find_source(data_dir)
+    refs = data.select_refs(source, manifest).refs
+    cases = []
+    for ref in refs:
+        record = data.load_case(source, ref)
+        key = data.load_answer(source, ref)
+        text = "\n".join([record.initial_information, *record.sections.values()])
+        cases.append(CaseText(ref.entry, key.final_diagnosis, key.differential_diagnosis, text))
+    return cases, str(source.root)
+
+
+def grader(judge: object, keys: dict[str, data.AnswerKey]) -> Grader:
+    def grade(item: Item, case: CaseText) -> bool:
+        verdict = judge.judge(Submission(item.submitted), keys[item.case], record=case.record)
+        return bool(verdict.diagnosis_correct)
+
+    return grade
+
+
+def confusion(items: Sequence[Item], accepted: Sequence[bool], *, by: str = "form") -> pd.DataFrame:
+    counts: dict[str, Counter] = {}
+    for item, ok in zip(items, accepted, strict=True):
+        key = item.form if by == "form" else f"{item.form}/{item.variant}"
+        cell = ("TP" if ok else "FN") if item.accept else ("FP" if ok else "TN")
+        counts.setdefault(key, Counter())[cell] += 1
+    order = sorted(counts, key=lambda k: (FORMS.index(k.split("/")[0]), k))
+    rows = []
+    for key in order:
+        c = counts[key]
+        n = sum(c.values())
+        rows.append(
+            {
+                by: key,
+                "label": "accept" if key.split("/")[0] in ACCEPTED_FORMS else "reject",
+                "n": n,
+                "TP": c["TP"],
+                "FN": c["FN"],
+                "FP": c["FP"],
+                "TN": c["TN"],
+                "accepted_%": round(100 * (c["TP"] + c["FP"]) / n, 1),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def targets(items: Sequence[Item], accepted: Sequence[bool]) -> list[str]:
+    def rate(forms: tuple[str, ...]) -> tuple[float, int]:
+        chosen = [ok for item, ok in zip(items, accepted, strict=True) if item.form in forms]
+        return (100 * sum(chosen) / len(chosen) if chosen else float("nan")), len(chosen)
+
+    lines = []
+    for forms, op, bound in (
+        (("negated", "excluded"), "≤", 1.0),
+        (("other_case",), "≤", 2.0),
+        (("exact", "prefixed"), "≥", 95.0),
+        (("rewritten",), "≥", 85.0),
+    ):
+        value, n = rate(forms)
+        met = value <= bound if op == "≤" else value >= bound
+        lines.append(
+            f"{'+'.join(forms)} accepted {value:.1f}% of {n} (target {op} {bound:g}%): {'met' if met else 'NOT met'}"
+        )
+    return lines
+
+
+def load_judge(path: str) -> object:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def llm_model(name: str, overrides: Sequence[str]) -> object:
+    """The model of conf/model/<name>.yaml with `overrides`, behind the run's retry policy and cache."""
+    with initialize_config_dir(str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=merged([f"model={name}"], overrides))
+    return build_model(OmegaConf.to_container(cfg, resolve=True))
+
+
+def report(title: str, items: Sequence[Item], accepted: Sequence[bool], by_variant: bool) -> None:
+    print(f"\n== {title}: {len(items)} items ==")
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(confusion(items, accepted).to_string(index=False))
+        if by_variant:
+            print(confusion(items, accepted, by="variant").to_string(index=False))
+    for line in targets(items, accepted):
+        print("  " + line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", help="case folder (default: bench.data_dir rules: $CLINDIAG_DATA, staged)")
+    parser.add_argument("--manifest")
+    parser.add_argument("--judge", default="pos_bench.benchmarks.clindiag.judge:RulesJudge")
+    parser.add_argument("--limit", type=int, help="only the first N cases (a quick look)")
+    parser.add_argument("--by-variant", action="store_true")
+    parser.add_argument("--llm", help="a conf/model name: also grade with the LLM judge on that model")
+    parser.add_argument("--set", action="append", default=[], help="Hydra override for the LLM judge config")
+    parser.add_argument("--llm-per-form", type=int, default=20, help="items per form graded by the LLM judge")
+    args = parser.parse_args()
+    cases, root = load_cases(args.data, args.manifest)
+    cases = cases[: args.limit] if args.limit else cases
+    by_case = {c.case: c for c in cases}
+    keys = {c.case: data.AnswerKey(c.diagnosis, c.differential, "") for c in cases}
+    items = build(cases)
+    print(f"fixture: {len(items)} items from {len(cases)} cases in {root}")
+    grade = grader(load_judge(args.judge), keys)
+    report(f"judge=rules ({args.judge})", items, [grade(i, by_case[i.case]) for i in items], args.by_variant)
+    if args.llm:
+        sample: list[Item] = []
+        for form in FORMS:
+            sample.extend([i for i in items if i.form == form][: args.llm_per_form])
+        grade_llm = grader(LLMJudge(llm_model(args.llm, args.set)), keys)
+        report(
+            f"judge=llm ({args.llm})",
+            sample,
+            [grade_llm(i, by_case[i.case]) for i in sample],
+            args.by_variant,
+        )
+
+
+if __name__ == "__main__":
+    main()

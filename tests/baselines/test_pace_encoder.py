@@ -1,0 +1,59 @@
+"""PACE's default relevance encoder is a real sentence encoder that runs offline (SPEC-BASE §5.4)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.pace import Pace
+from baselines.pace_encoder import HashingEncoder, MiniLMEncoder, relevance_margin
+from pos_bench.models.scripted import ScriptedModel
+
+PAIRS = json.loads((Path(__file__).parent / "pace_relevance_pairs.json").read_text(encoding="utf-8"))["pairs"]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    encoder = MiniLMEncoder()
+    yield encoder
+    encoder.close()
+
+
+def test_the_fixture_is_twenty_pairs_or_more_half_relevant():
+    assert len(PAIRS) >= 20 and sum(p["relevant"] for p in PAIRS) * 2 == len(PAIRS)
+
+
+def test_the_default_encoder_separates_relevant_from_irrelevant_steps_by_at_least_0_15(minilm):
+    result = relevance_margin(minilm, PAIRS)
+    assert result.margin >= 0.15, result
+    assert relevance_margin(HashingEncoder(), PAIRS).margin < result.margin
+
+
+def test_it_reads_only_installed_files(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the encoder tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    encoder = MiniLMEncoder()
+    out = encoder.embed(["heat the mug", "You heat the mug 2 using the microwave 1."])
+    assert out.vectors.shape == (2, 384) and out.tokens > 0
+    assert np.allclose(np.linalg.norm(out.vectors, axis=1), 1.0)
+
+
+def test_it_records_the_model_and_the_weights_hash(minilm):
+    info = minilm.describe()
+    assert info["model"].startswith("all-MiniLM-L6-v2") and len(info["weights_sha256"]) == 64
+
+
+def test_other_weights_must_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        MiniLMEncoder(model_path=str(tmp_path / "missing.onnx")).embed(["x"])
+
+
+def test_pace_uses_it_unless_a_test_names_another():
+    with Pace(ScriptedModel()) as method:
+        assert isinstance(method.encoder, MiniLMEncoder)

@@ -1,0 +1,110 @@
+"""The rules judge v2 (clindiag/judge.py): each rule on invented names, then its measured accuracy on the labelled
+fixture generated from the 604 staged cases."""
+
+import pytest
+
+from pos_bench.benchmarks.clindiag.data import AnswerKey
+from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission, appears_in, definitions, strip_label
+
+
+def correct(submitted, reference, *, record="", reasoning=""):
+    key = AnswerKey(reference, "", "")
+    return RulesJudge().judge(Submission(submitted, "", reasoning), key, record=record).diagnosis_correct
+
+
+@pytest.mark.parametrize(
+    "submitted",
+    [
+        "Not Quellmann-Orsk syndrome",
+        "No Quellmann-Orsk syndrome",
+        "Quellmann-Orsk syndrome ruled out",
+        "Quellmann-Orsk syndrome was excluded",
+        "Quellmann-Orsk syndrome unlikely",
+        "Negative for Quellmann-Orsk syndrome",
+        "Without Quellmann-Orsk syndrome",
+        "Diagnosis: not Quellmann-Orsk syndrome",
+        "Quellmann-Orsk syndrome or sarcoidosis",
+        "Quellmann-Orsk syndrome; sarcoidosis",
+    ],
+)
+def test_negations_exclusions_and_alternatives_are_wrong(submitted):
+    assert not correct(submitted, "Quellmann-Orsk syndrome")
+
+
+@pytest.mark.parametrize(
+    "submitted",
+    [
+        "Final diagnosis: Quellmann-Orsk syndrome.",
+        "The most likely diagnosis is Quellmann–Orsk syndrome",
+        "Diagnosis - quellmann orsk syndrome",
+        "Probable Quellmann-Orsk syndrome",
+        "Quellmann-Orsk's syndrome",
+        "Syndrome, Quellmann-Orsk",
+        "Quellmann-Orsk",
+    ],
+)
+def test_labels_hedges_order_possessives_and_head_words_do_not_matter(submitted):
+    assert correct(submitted, "Quellmann-Orsk syndrome")
+
+
+def test_unicode_accents_spellings_plurals_and_numerals_are_folded():
+    assert correct("Behcet disease", "Behçet's disease")
+    assert correct("Haemolytic anaemia of Zarnow", "hemolytic anemia of Zarnow")
+    assert correct("Zarnow cysts", "Zarnow cyst")
+    assert correct("Zarnow dysplasia type 2", "Zarnow dysplasia type II")
+    assert correct("Zarnow β-globin fusion", "Zarnow beta globin fusion")
+    assert not correct("Zarnow dysplasia type 1", "Zarnow dysplasia type II")
+
+
+def test_abbreviations_from_the_table_from_the_record_and_in_brackets():
+    assert correct("SLE", "Systemic lupus erythematosus")
+    assert correct("Multiple sclerosis", "MS")
+    record = "Findings matched pseudoxanthoma-like Varn elastosis (PVE) in the skin biopsy."
+    assert definitions(record) == {"PVE": "pseudoxanthoma like Varn elastosis"}
+    assert correct("PVE", "Pseudoxanthoma-like Varn elastosis", record=record)
+    assert not correct("PVE", "Pseudoxanthoma-like Varn elastosis")  # nothing defines it
+    assert correct("QOS", "Quellmann Orsk syndrome")  # an unknown capitals abbreviation of the initials
+    assert correct("GRX-2", "Glarven retinal xanthomatosis type 2 (GRX-2)")
+    assert correct("Glarven retinal xanthomatosis type 2", "Glarven retinal xanthomatosis type 2 (GRX-2)")
+    assert not correct("ms", "Marfan syndrome")  # lower case is a word, not an abbreviation
+
+
+def test_synonym_groups_and_added_aliases():
+    assert correct("Edwards syndrome", "Trisomy 18")
+    assert correct("Addison's disease", "Primary adrenal insufficiency")
+    judge = RulesJudge(aliases={"Quellmann-Orsk syndrome": ["Varn fever"]})
+    assert judge.judge(
+        Submission("Varn fever"), AnswerKey("Quellmann-Orsk syndrome", "", "")
+    ).diagnosis_correct
+
+
+def test_broader_related_complicated_and_opposite_names_are_wrong():
+    assert not correct("Lymphoma", "Diffuse large B-cell lymphoma")
+    assert not correct("Quellmann-Orsk syndrome with renal failure", "Quellmann-Orsk syndrome")
+    assert not correct("Quellmann-Orsk syndrome secondary to sarcoidosis", "Quellmann-Orsk syndrome")
+    assert not correct("Acquired Zarnow dysplasia", "Congenital Zarnow dysplasia")
+    assert not correct("Chronic Zarnow hepatitis", "Acute Zarnow hepatitis")
+    assert not correct("Non-Zarnow neuropathy", "Zarnow neuropathy")
+    assert not correct("Cushing disease", "Cushing syndrome")
+
+
+def test_a_more_specific_name_counts_only_when_the_reasoning_states_the_extra_words():
+    reference = "Zarnow dysplasia"
+    assert not correct("Zarnow dysplasia type 2", reference)
+    assert not correct("Zarnow dysplasia type 2", reference, reasoning="The biopsy fits Zarnow dysplasia.")
+    assert correct("Zarnow dysplasia type 2", reference, reasoning="Genetic testing showed type 2 disease.")
+
+
+def test_differential_hit_reads_entries_and_refuses_negated_ones():
+    key = AnswerKey("Trisomy 18", "", "")
+    judge = RulesJudge()
+    assert judge.judge(Submission("x", "Turner syndrome; trisomy-18"), key).differential_hit
+    assert judge.judge(Submission("x", "1. Turner syndrome 2. Edwards syndrome"), key).differential_hit
+    assert not judge.judge(Submission("x", "Turner syndrome; not trisomy 18"), key).differential_hit
+    assert not judge.judge(Submission("x", "trisomy 180"), key).differential_hit
+
+
+def test_label_stripping_and_word_runs():
+    assert strip_label("Final diagnosis: probable Varn fever.") == "Varn fever"
+    assert appears_in("Behçet's disease", "History of behcet disease in the mother")
+    assert not appears_in("Behçet's disease", "Behçet was considered; disease course mild")
