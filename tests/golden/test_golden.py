@@ -53,17 +53,22 @@ def scripted_reply(prompt: Prompt, index: int) -> str:
     """Every role answers the smallest reply its schema accepts; the policy's action walks through the offered
     commands or tools by call index, so successive turns differ."""
     text = schema_reply(prompt, index)
-    action = (prompt.schema or {}).get("properties", {}).get("action")
-    if not action:
+    properties = (prompt.schema or {}).get("properties", {})
+    if "action" not in properties and "actions" not in properties:
         return text
     reply = json.loads(text)
     if "thought" in reply:
         reply["thought"] = f"turn {index}"
+    action = properties.get("action", {})
     tool = prompt.schema.get("$defs", {}).get("ToolAction", {}).get("properties", {}).get("name", {})
     if "enum" in action:
         reply["action"] = action["enum"][index % len(action["enum"])]
     elif "enum" in tool:
-        reply["action"] = {"name": tool["enum"][index % len(tool["enum"])], "arguments": {}}
+        call = {"name": tool["enum"][index % len(tool["enum"])], "arguments": {}}
+        if "action" in reply:
+            reply["action"] = call
+        elif reply.get("actions"):  # a multi-action turn: the first of its actions walks the tools
+            reply["actions"][0] = call
     return json.dumps(reply)
 
 
