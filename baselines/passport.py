@@ -17,9 +17,9 @@ from typing import Any, Literal
 from baselines.passport_protocol import AUDITOR_SYSTEM, Constraint, constraint_text, protocol_text
 from baselines.passport_records import (
     ActiveGap,
-    AuditReport,
     Finding,
     Passport,
+    PassportLimits,
     PassportReply,
     ReplyShape,
     entity_changes,
@@ -41,7 +41,8 @@ class SituationPassport(MethodBase):
     `active_gaps` (1 or 2), `check_scope` ("changed" entries or "all"), `confidence` / `source` (off = the
     short passport), `task_rules` (extra recovery constraints added to every stall constraint), `history`
     ("full" also shows the raw steps, as a chat would), `auditor` (an independent `passport_auditor` call
-    lists problems before the acting call), `reply_tokens` (added to the benchmark's policy reply budget)."""
+    lists problems before the acting call), `reply_tokens` (added to the benchmark's policy reply budget), `limits`
+    (decode-time caps for a small model, `PassportLimits` fields; None = no caps, for any capable model)."""
 
     def __init__(
         self,
@@ -56,6 +57,7 @@ class SituationPassport(MethodBase):
         history: Literal["none", "full"] = "none",
         auditor: bool = False,
         reply_tokens: int = 1024,
+        limits: PassportLimits | Mapping[str, int] | None = None,
     ):
         if window < 1:
             raise ValueError(f"window must be ≥ 1, got {window}")
@@ -66,7 +68,9 @@ class SituationPassport(MethodBase):
         if reply_tokens < 0:
             raise ValueError(f"reply_tokens must be ≥ 0, got {reply_tokens}")
         self.model = model
-        self.shape = ReplyShape(confidence=confidence, source=source, active_gaps=active_gaps)
+        if isinstance(limits, Mapping):
+            limits = PassportLimits(**limits)
+        self.shape = ReplyShape(confidence=confidence, source=source, active_gaps=active_gaps, limits=limits)
         self.window, self.check_scope, self.history_mode = window, check_scope, history
         self.task_rules, self.auditor, self.reply_tokens = tuple(task_rules), auditor, reply_tokens
         self.passport: Passport | None = None
@@ -181,7 +185,7 @@ class SituationPassport(MethodBase):
         )
         prompt = Prompt(messages=(Message("system", AUDITOR_SYSTEM), Message("user", user)), max_tokens=512)
         self.counts["auditor_calls"] += 1
-        report = ask(self.model, prompt, AuditReport, role="passport_auditor", max_repairs=1)
+        report = ask(self.model, prompt, self.shape.audit_model(), role="passport_auditor", max_repairs=1)
         if isinstance(report, StructuredFailure):
             self.counts["auditor_failures"] += 1
             return {"called": True, "failure": report.problem, "findings": []}

@@ -17,24 +17,39 @@ Confidence = Literal["high", "medium", "low"]
 Movement = Literal["none", "frozen", "circle", "drift"]
 StuckOn = Literal["none", "knowledge", "action"]
 
-# Length caps live in the JSON schema only: they let a grammar-constrained small model always close its reply
-# (and so reach the action) within the reply budget, while longer text from an unconstrained provider is still
-# accepted rather than thrown away.
-Name = Annotated[str, Field(json_schema_extra={"maxLength": 32})]
-Line = Annotated[str, Field(json_schema_extra={"maxLength": 80})]
-Ref = Annotated[str, Field(json_schema_extra={"maxLength": 24})]
-FEW = 3
-"""Items allowed in the check and citation lists."""
+
+@dataclass(frozen=True)
+class PassportLimits:
+    """Decode-time caps on the passport reply, for a model that cannot close long JSON on its own (the 135M
+    embedded model). They live in the JSON schema only: a grammar-constrained model then always reaches the
+    action within its reply budget, while longer text from another model is still accepted. A model without
+    such a need gets no caps (`limits=None`), as the verbal protocol asks for none."""
+
+    items: int = 6
+    """Entries in each passport list (entities, relations, each kind of gap)."""
+    name_chars: int = 32
+    """Characters of an entity, relation or finding name."""
+    state_chars: int = 80
+    """Characters of a state, gap, reason or finding detail."""
+    ref_chars: int = 24
+    """Characters of a source reference."""
+    findings: int = 3
+    """Items in the check and citation lists (the auditor may list twice as many)."""
+
+    def __post_init__(self) -> None:
+        values = (self.items, self.name_chars, self.state_chars, self.ref_chars, self.findings)
+        if min(values) < 1:
+            raise ValueError(f"passport limits must all be ≥ 1, got {self}")
 
 
 class Entity(BaseModel):
     """One passport entry. `confidence` and `source` are None when the short passport switches them off."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Name
-    state: Line
+    name: str
+    state: str
     confidence: Confidence | None = None
-    source: Ref | None = None
+    source: str | None = None
     """The step or observation the state comes from."""
 
 
@@ -42,9 +57,9 @@ class Relation(BaseModel):
     """entity→entity, state→state or entity→state, named by the entries' names or states."""
 
     model_config = ConfigDict(extra="forbid")
-    source: Name
-    target: Name
-    relation: Name
+    source: str
+    target: str
+    relation: str
 
 
 class Passport(BaseModel):
@@ -53,15 +68,15 @@ class Passport(BaseModel):
     model_config = ConfigDict(extra="forbid")
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
-    knowledge_gaps: list[Line] = Field(default_factory=list)
-    achievement_gaps: list[Line] = Field(default_factory=list)
+    knowledge_gaps: list[str] = Field(default_factory=list)
+    achievement_gaps: list[str] = Field(default_factory=list)
 
 
 class ActiveGap(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["knowledge", "achievement"]
-    gap: Line
-    reason: Line
+    gap: str
+    reason: str
     """One line: why this gap is the most valuable now."""
 
 
@@ -84,69 +99,100 @@ class Finding(BaseModel):
     latest observation or other evidence disproves the entry; `unsourced`: a conclusion without a source."""
 
     model_config = ConfigDict(extra="forbid")
-    entry: Name
+    entry: str
     problem: Literal["incompatible", "contradicted", "unsourced"]
-    detail: Line = ""
+    detail: str = ""
 
 
 class AuditReport(BaseModel):
     """The independent controller's reply: problems only, no fixes."""
 
     model_config = ConfigDict(extra="forbid")
-    problems: list[Finding] = Field(json_schema_extra={"maxItems": 2 * FEW})
+    problems: list[Finding] = Field(default_factory=list)
 
 
-def _max_items(n: int) -> Any:
-    return Field(default_factory=list, json_schema_extra={"maxItems": n})
+def _text(chars: int | None) -> Any:
+    """A string type whose schema carries `maxLength` when a cap is set."""
+    return Annotated[str, Field(json_schema_extra={"maxLength": chars})] if chars else str
+
+
+def _items(n: int | None, *, required: bool = False) -> Any:
+    """A list field whose schema carries `maxItems` when a cap is set."""
+    extra = {"json_schema_extra": {"maxItems": n}} if n else {}
+    return Field(..., min_length=1, **extra) if required else Field(default_factory=list, **extra)
+
+
+def _capped(record: type[BaseModel], **fields: Any) -> type[BaseModel]:
+    """`record` again under its own name, with `fields` replaced (the capped schema variant)."""
+    keep = {name: (info.annotation, info) for name, info in record.model_fields.items() if name not in fields}
+    return create_model(record.__name__, __config__=ConfigDict(extra="forbid"), **keep, **fields)
 
 
 @dataclass(frozen=True)
 class ReplyShape:
-    """The protocol levers that change the reply schema (and with it the prompt)."""
+    """The protocol levers that change the reply schema (and with it the prompt), and the model's caps."""
 
     confidence: bool = True
     source: bool = True
     active_gaps: int = 1
-    max_entries: int = 6
-    """Schema cap on each passport list (entities, relations, each kind of gap)."""
+    limits: PassportLimits | None = None
+    """Decode-time caps for a small model; None sends the protocol without caps."""
 
     def __post_init__(self) -> None:
         if self.active_gaps not in (1, 2):
             raise ValueError(
                 f"active_gaps must be 1 or 2 (the protocol allows at most two), got {self.active_gaps}"
             )
-        if self.max_entries < 1:
-            raise ValueError(f"max_entries must be ≥ 1, got {self.max_entries}")
+
+    def finding_model(self) -> type[BaseModel]:
+        name, line = (
+            _text(self.limits and self.limits.name_chars),
+            _text(self.limits and self.limits.state_chars),
+        )
+        return _capped(Finding, entry=(name, ...), detail=(line, ""))
+
+    def audit_model(self) -> type[BaseModel]:
+        """The auditor's reply schema; it may list twice as many problems as the policy's own check."""
+        findings = self.limits and self.limits.findings
+        return _capped(AuditReport, problems=(list[self.finding_model()], _items(findings and 2 * findings)))
 
     def passport_model(self) -> type[BaseModel]:
-        entry: dict[str, Any] = {"name": (Name, ...), "state": (Line, ...)}
+        name, line = (
+            _text(self.limits and self.limits.name_chars),
+            _text(self.limits and self.limits.state_chars),
+        )
+        entry: dict[str, Any] = {"name": (name, ...), "state": (line, ...)}
         if self.confidence:
             entry["confidence"] = (Confidence, ...)
         if self.source:
-            entry["source"] = (Ref, ...)
+            entry["source"] = (_text(self.limits and self.limits.ref_chars), ...)
         entity = create_model("PassportEntity", __config__=ConfigDict(extra="forbid"), **entry)
-        n = self.max_entries
+        relation = _capped(Relation, source=(name, ...), target=(name, ...), relation=(name, ...))
+        n = self.limits and self.limits.items
         return create_model(
             "PassportDraft",
             __config__=ConfigDict(extra="forbid"),
-            entities=(list[entity], _max_items(n)),
-            relations=(list[Relation], _max_items(n)),
-            knowledge_gaps=(list[Line], _max_items(n)),
-            achievement_gaps=(list[Line], _max_items(n)),
+            entities=(list[entity], _items(n)),
+            relations=(list[relation], _items(n)),
+            knowledge_gaps=(list[line], _items(n)),
+            achievement_gaps=(list[line], _items(n)),
         )
 
     def extra_fields(self) -> dict[str, tuple[Any, Any]]:
         """The reply keys besides thought and action, in the order the model writes them: check, then the
         fixed passport, then health, then the active gap(s) the action serves."""
+        line = _text(self.limits and self.limits.state_chars)
+        active = _capped(ActiveGap, gap=(line, ...), reason=(line, ...))
+        few = self.limits and self.limits.findings
         return {
-            "check": (list[Finding], _max_items(FEW)),
+            "check": (list[self.finding_model()], _items(few)),
             "passport": (self.passport_model(), ...),
             "health": (Health, ...),
             "active_gaps": (
-                list[ActiveGap],
+                list[active],
                 Field(..., min_length=1, json_schema_extra={"maxItems": self.active_gaps}),
             ),
-            "citations": (list[Name], _max_items(FEW)),
+            "citations": (list[_text(self.limits and self.limits.name_chars)], _items(few)),
         }
 
 
@@ -185,6 +231,10 @@ def read_reply(extra: Mapping[str, Any], shape: ReplyShape) -> PassportReply:
             problems.append(f"{key}.{_first_error(error)}")
     if "passport" in values:
         values["passport"] = Passport.model_validate(values["passport"].model_dump())
+    if "check" in values:
+        values["check"] = [Finding.model_validate(f.model_dump()) for f in values["check"]]
+    if "active_gaps" in values:
+        values["active_gaps"] = [ActiveGap.model_validate(g.model_dump()) for g in values["active_gaps"]]
     return PassportReply(**values, problems=problems)
 
 

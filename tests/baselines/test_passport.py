@@ -225,6 +225,55 @@ def test_a_spent_turn_still_advances_the_step_number():
     assert "Step 1. Newest observation" in agent_prompts(log)[-1]
 
 
+def caps(schema) -> list[int]:
+    """Every maxLength / maxItems bound in a JSON schema except the protocol's active-gap count."""
+    found = []
+
+    def walk(node, key=""):
+        if isinstance(node, dict):
+            for name, value in node.items():
+                if name in ("maxLength", "maxItems") and key != "active_gaps":
+                    found.append(value)
+                walk(value, name)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, key)
+
+    walk(schema)
+    return found
+
+
+def test_limits_cap_the_reply_schema_and_no_limits_send_the_protocol_uncapped():
+    _, capped = run([reply()], max_turns=1, limits={"items": 5, "name_chars": 20, "findings": 2})
+    schema = capped.of_kind("call")[0]["prompt"]["schema"]
+    assert schema["properties"]["check"]["maxItems"] == 2
+    draft = schema["$defs"]["PassportDraft"]["properties"]
+    assert draft["entities"]["maxItems"] == 5
+    assert schema["$defs"]["PassportEntity"]["properties"]["name"]["maxLength"] == 20
+    assert schema["$defs"]["PassportEntity"]["properties"]["state"]["maxLength"] == 80
+    _, free = run([reply()], max_turns=1)
+    assert caps(free.of_kind("call")[0]["prompt"]["schema"]) == []
+    assert records(free)[0]["committed"]
+
+
+def test_auditor_schema_follows_the_limits():
+    passport = SituationPassport(ScriptedModel(), auditor=True, limits={"findings": 2})
+    assert passport.shape.audit_model().model_json_schema()["properties"]["problems"]["maxItems"] == 4
+    assert (
+        caps(SituationPassport(ScriptedModel(), auditor=True).shape.audit_model().model_json_schema()) == []
+    )
+
+
+@pytest.mark.parametrize(("model", "limited"), [("smollm2", True), ("vllm", False), ("openai", False)])
+def test_the_embedded_preset_sets_the_limits_and_remote_models_get_none(model, limited):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=["method=passport", "bench=toy", f"model={model}"])
+    method = instantiate(cfg.method, _convert_="all")(model=ScriptedModel())
+    assert (method.shape.limits is not None) is limited
+    if limited:
+        assert method.shape.limits.items == 6 and method.shape.limits.state_chars == 80
+
+
 def test_a_multi_action_reply_is_committed_and_judged_once():
     import dataclasses
 

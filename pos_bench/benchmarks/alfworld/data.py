@@ -147,14 +147,20 @@ def has_help(game: dict) -> bool:
     return "(:action help" in game["pddl_domain"]
 
 
-def _help_blocks() -> tuple[str, str]:
-    """The `help` action's PDDL and grammar, read from the installed alfworld package's 2.1.2 logic files."""
+def packaged_logic() -> tuple[str, str]:
+    """The installed alfworld package's 2.1.2 logic files: the `alfred.pddl` domain and `alfred.twl2` grammar."""
     spec = importlib.util.find_spec("alfworld")  # locate without importing: the import sets env vars
     if spec is None or not spec.submodule_search_locations:
         raise MissingExtra(MISSING_ENGINE)
     data = Path(next(iter(spec.submodule_search_locations))) / "data"
-    domain = (data / "alfred.pddl").read_text(encoding="utf-8")
-    grammar = (data / "alfred.twl2").read_text(encoding="utf-8")
+    return (data / "alfred.pddl").read_text(encoding="utf-8"), (data / "alfred.twl2").read_text(
+        encoding="utf-8"
+    )
+
+
+def _help_blocks() -> tuple[str, str]:
+    """The `help` action's PDDL and grammar, read from the installed alfworld package's 2.1.2 logic files."""
+    domain, grammar = packaged_logic()
     start = domain.index("(:action help")
     pddl = domain[start : domain.index("\n)\n", start) + 3]
     return pddl, grammar[grammar.index("\naction help {") :]
