@@ -8,7 +8,9 @@ def test_a_missing_extra_is_one_sentence_naming_the_extra_and_both_install_comma
         require("rca", "json", "no_such_package_here", what="RCA-100")
     message = str(caught.value)
     assert "\n" not in message and message.startswith("RCA-100 needs the `rca` extra")
-    assert "no_such_package_here not installed" in message and "json" not in message.split("(")[1].split(")")[0]
+    assert (
+        "no_such_package_here not installed" in message and "json" not in message.split("(")[1].split(")")[0]
+    )
     assert "uv sync --extra rca" in message and "pip install 'pos_bench[rca]'" in message
 
 

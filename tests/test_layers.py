@@ -70,7 +70,9 @@ def test_no_import_circle_anywhere():
     """Every import counts, including those under TYPE_CHECKING: a circle there still couples the modules."""
     paths = [p for folder in ("pos_bench", "baselines") for p in (REPO / folder).rglob("*.py")]
     modules = {module_name(p): p for p in paths}
-    graph = {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+    graph = {
+        name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()
+    }
     state: dict[str, int] = {}
     circles = []
 

@@ -47,9 +47,7 @@ def wrap(model: Model, cfg: Mapping[str, Any], budget: Budget, store: Store | No
     return model if cache.mode == "off" else Cached(model, cache, store, redact=redactor_for(cfg).text)
 
 
-def build_model(
-    cfg: Mapping[str, Any], *, budget: Budget | None = None, store: Store | None = None
-) -> Model:
+def build_model(cfg: Mapping[str, Any], *, budget: Budget | None = None, store: Store | None = None) -> Model:
     """The run's model from the `model` node and the optional `roles` mapping (role → model node).
 
     `budget` is the run's endpoint budget, shared by all its workers; without one, the models built by

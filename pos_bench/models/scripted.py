@@ -38,7 +38,13 @@ class ScriptedModel:
     def describe(self) -> Mapping[str, Any]:
         # Replies depend on call order, not only on the request, so the response cache must pass it by.
         # `test` labels its runs as harness checks, never as results.
-        return {"provider": "scripted", "model": self.name, "temperature": 0.0, "cacheable": False, "test": True}
+        return {
+            "provider": "scripted",
+            "model": self.name,
+            "temperature": 0.0,
+            "cacheable": False,
+            "test": True,
+        }
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         if self.delay:

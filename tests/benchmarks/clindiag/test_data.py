@@ -54,7 +54,7 @@ def test_a_subset_without_cases_is_an_error_naming_the_subsets_found(staged_sour
 
 
 def test_duplicate_case_ids_are_an_error_naming_both_paths(staged_source, tmp_path):
-    case_id = sorted(staged_source.case_dirs)[0]
+    case_id = min(staged_source.case_dirs)
     tree = copy_cases(staged_source, tmp_path / "dup", {"a": [case_id], "b": [case_id]})
     with pytest.raises(ValueError, match=f"{case_id!r} occurs twice") as raised:
         ClinDiagBenchmark(str(tree)).tasks()
