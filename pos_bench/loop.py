@@ -70,7 +70,13 @@ def decide(
     attempt = 0
     while True:
         reply = model.generate(prompt, role="agent")
-        parsed = parse_decision(reply.text, obs, prompt.meta_actions, max_actions=brief.max_actions_per_turn)
+        parsed = parse_decision(
+            reply.text,
+            obs,
+            prompt.meta_actions,
+            max_actions=brief.max_actions_per_turn,
+            no_tool_call_is_final=brief.no_tool_call_is_final,
+        )
         if not isinstance(parsed, ParseFailure):
             return parsed
         missing_action = parsed.json_readable

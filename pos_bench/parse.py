@@ -91,8 +91,10 @@ def extract_json_object(text: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _as_action(raw: Any, obs: Observation) -> Action | ParseFailure:
+def _as_action(raw: Any, obs: Observation, no_tool_call_is_final: bool = False) -> Action | ParseFailure:
     if obs.tools:
+        if no_tool_call_is_final and not isinstance(raw, dict):
+            return raw.strip() if isinstance(raw, str) else ""
         if isinstance(raw, dict) and isinstance(raw.get("name"), str) and raw["name"].strip():
             arguments = raw.get("arguments", {})
             if isinstance(arguments, str):
@@ -115,7 +117,9 @@ def _meta_name(action: Action) -> str:
     return re.split(r"[\s(]", action, maxsplit=1)[0]
 
 
-def _raw_actions(payload: Mapping[str, Any], max_actions: int) -> list[Any] | ParseFailure:
+def _raw_actions(
+    payload: Mapping[str, Any], max_actions: int, no_tool_call_is_final: bool = False
+) -> list[Any] | ParseFailure:
     """The reply's actions before conversion: `"actions"` (a list) when several are allowed, else `"action"`.
 
     Either key is read in both modes, so a one-action reply to a multi-action benchmark still counts."""
@@ -126,6 +130,8 @@ def _raw_actions(payload: Mapping[str, Any], max_actions: int) -> list[Any] | Pa
         return raw
     if "action" in payload:
         return [payload["action"]]
+    if no_tool_call_is_final:
+        return [None]
     key = '"actions" key' if max_actions > 1 else '"action" key'
     return ParseFailure(f"the JSON object has no {key}")
 
@@ -136,22 +142,24 @@ def parse_decision(
     meta_actions: Sequence[str] = (),
     thought_key: str = "thought",
     max_actions: int = 1,
+    no_tool_call_is_final: bool = False,
 ) -> Decision | ParseFailure:
     """Read a policy reply. Meta-actions named in `meta_actions` become `Decision(action=None, meta=…)`.
 
     With `max_actions` > 1 the reply may list several actions; all are kept (the loop runs at most
-    `max_actions` of them). A meta-action must be the only one of its reply."""
+    `max_actions` of them). A meta-action must be the only one of its reply. With `no_tool_call_is_final` a
+    tool benchmark's reply without a tool call becomes a plain-text action (see `Brief.no_tool_call_is_final`)."""
     payload = extract_json_object(text)
     if payload is None:
         return ParseFailure("the reply is not a JSON object", json_readable=False)
     if too_deep(payload):
         return ParseFailure(f"the JSON object is nested deeper than {MAX_DEPTH} levels", json_readable=False)
-    raw = _raw_actions(payload, max_actions)
+    raw = _raw_actions(payload, max_actions, no_tool_call_is_final)
     if isinstance(raw, ParseFailure):
         return raw
     actions = []
     for item in raw:
-        action = _as_action(item, obs)
+        action = _as_action(item, obs, no_tool_call_is_final)
         if isinstance(action, ParseFailure):
             return action
         actions.append(action)

@@ -54,6 +54,10 @@ class Brief:
     max_actions_per_turn: int = 1
     """Actions one policy reply may hold, executed in order (SPEC-BASE §2.2: RCA-100 3, the others 1). Above 1
     the reply holds an `"actions"` list instead of one `"action"`."""
+    no_tool_call_is_final: bool = False
+    """A reply whose action is not a tool call (absent, null or plain text) is the agent's final answer: it
+    goes to the environment as a plain-text action, which grades the episode (LOCA-Bench, as upstream does).
+    Otherwise such a reply gets the missing-action retry."""
 
     def __post_init__(self) -> None:
         if self.max_actions_per_turn < 1:

@@ -93,3 +93,18 @@ def test_any_reply_gives_a_decision_or_a_parse_failure(text):
     for obs in (COMMANDS, TOOLS):
         assert isinstance(parse_decision(text, obs, ("glimpse",)), (Decision, ParseFailure))
         assert parse_seconds(lambda t, obs=obs: parse_decision(t, obs), text) < 0.05
+
+
+def test_where_a_reply_without_a_tool_call_is_final_it_becomes_a_plain_text_action():
+    final = {"no_tool_call_is_final": True}
+    assert parse_decision('{"thought": "t", "action": "the report is written"}', TOOLS, **final).action == (
+        "the report is written"
+    )
+    assert parse_decision('{"thought": "nothing more to do"}', TOOLS, **final).action == ""
+    assert parse_decision('{"thought": "t", "action": null}', TOOLS, **final).action == ""
+    call = parse_decision(
+        '{"thought": "t", "action": {"name": "ask_history", "arguments": {}}}', TOOLS, **final
+    )
+    assert call.action == ToolCall("ask_history", {})
+    assert isinstance(parse_decision('{"thought": "t", "action": "prose"}', TOOLS), ParseFailure)
+    assert isinstance(parse_decision("no json at all", TOOLS, **final), ParseFailure)

@@ -291,7 +291,14 @@ class LocaBenchmark:
         self.work_dir = Path(work_dir).expanduser().resolve()
         self.installed = Installed(Path(tools_dir).expanduser())
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
-        self.brief = Brief(system=SYSTEM, example=EXAMPLE, mode="execution", policy_max_tokens=4096)
+        # Upstream grades a reply without a tool call as the final answer (SPEC-BENCH §3.5).
+        self.brief = Brief(
+            system=SYSTEM,
+            example=EXAMPLE,
+            mode="execution",
+            policy_max_tokens=4096,
+            no_tool_call_is_final=True,
+        )
         self._cases: dict[str, CaseConfig] | None = None
 
     def _all_cases(self) -> dict[str, CaseConfig]:

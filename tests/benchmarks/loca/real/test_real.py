@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from baselines.raw import RawHistory
 from pos_bench.benchmarks.loca.real.benchmark import LocaBenchmark
 from pos_bench.benchmarks.loca.real.isolation import bwrap_path
+from pos_bench.loop import play as play_episode
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.transcript import Transcript
 from pos_bench.types import ToolCall
 
 ROOT = os.environ.get("LOCA_BENCH_ROOT")
@@ -72,6 +76,19 @@ def test_untouched_workspace_scores_zero_and_the_cache_makes_the_second_reset_ch
     again, seen = play(dirs, "CanvasListTest", [])
     assert seen[0].info["world_cached"] and time.perf_counter() - started < 0.25 * max(first, 1.0)
     again.close()
+
+
+def test_a_reply_without_a_tool_call_is_graded_as_the_final_answer(dirs):
+    bench = LocaBenchmark(root=ROOT, families=["CanvasListTest"], seeds=[42], **dirs)
+    env = bench.make_env(None)
+    OPEN.append(env)
+    model = ScriptedModel({"agent": ['{"thought": "nothing left to do", "action": "All done."}']})
+    with RawHistory(model=model) as method:
+        result = play_episode(
+            bench.tasks()[0], env, method, model, brief=bench.brief, max_turns=5, log=Transcript()
+        )
+    assert (result.turns, result.steps, result.spent_turns) == (1, 1, 0)
+    assert not result.success and env.score().value == 0.0
 
 
 SNOOP = """import os, glob
