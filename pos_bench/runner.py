@@ -22,9 +22,9 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 
 from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
+from pos_bench.build import build
 from pos_bench.context_load import context_load
 from pos_bench.identity import RunIdentity, check_folder, run_identity
 from pos_bench.loop import RetryBudget, play
@@ -133,12 +133,12 @@ def run_episode(
     log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
     model: Recorded | None = None
     try:
-        benchmark = instantiate(cfg["bench"], _convert_="all")
+        benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
         model = Recorded(build_model(cfg, **services), log)
         env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
         try:
-            with instantiate(cfg["method"], _convert_="all")(model=model) as method:
+            with build(cfg["method"])(model=model) as method:
                 result = play(
                     task,
                     env,
@@ -214,7 +214,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
     check_config(cfg, RECORDS)
     try:
-        benchmark = instantiate(cfg["bench"], _convert_="all")
+        benchmark = build(cfg["bench"])
         tasks = list(benchmark.tasks())
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
@@ -225,7 +225,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     try:
         model = build_model(cfg)
         description = dict(model.describe())
-        method = instantiate(cfg["method"], _convert_="all")(model=model)
+        method = build(cfg["method"])(model=model)
     except Exception as error:
         raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
     problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -17,7 +16,7 @@ from pos_bench.types import Prompt, Reply, Usage, to_jsonable
 def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
     """One JSON document of `data`, secrets redacted; a value JSON cannot hold is written as its `str`, and
     a lone surrogate is escaped, so writing a record never fails."""
-    return json.dumps(redactor.value(to_jsonable(data)), default=str, **options)
+    return redactor.json_text(to_jsonable(data), default=str, **options)
 
 
 def episode_dir(run_dir: Path, task_id: str) -> Path:

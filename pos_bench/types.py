@@ -205,8 +205,18 @@ class EpisodeResult:
     `{step, phase: update | export, error_type, error}`."""
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn records (and containers of them) into JSON-ready values."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:  # the common containers first: a transcript event is thousands of these
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump"):

@@ -1,9 +1,17 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pos_bench.prompting import decision_model, policy_prompt, render_actions, render_observation
+from pos_bench.prompting import (
+    decision_model,
+    decision_schema,
+    policy_prompt,
+    render_actions,
+    render_observation,
+)
 from pos_bench.types import Brief, Observation
 
 OBS = Observation(text="You see a desk 1.", actions=("look", "go to desk 1"), notes=("Last turn: act now.",))
@@ -52,3 +60,24 @@ def test_render_tools_lists_schemas():
     assert "order_lab_test" in render_actions(obs, ("glimpse",)) and "glimpse" in render_actions(
         obs, ("glimpse",)
     )
+
+
+names = st.lists(st.text(min_size=1, max_size=30), min_size=0, max_size=12, unique=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    names=names,
+    meta=st.lists(st.sampled_from(["glimpse", "retrieve 1", "look"]), unique=True),
+    tools=st.booleans(),
+    max_actions=st.sampled_from([1, 3]),
+)
+def test_decision_schema_is_pydantics_own_for_every_action_list(names, meta, tools, max_actions):
+    if tools:
+        obs = Observation(text="", tools=tuple({"type": "function", "function": {"name": n}} for n in names))
+    else:
+        obs = Observation(text="", actions=tuple(names))
+    built = decision_schema(obs, meta_actions=meta, max_actions=max_actions)
+    expected = decision_model(obs, meta_actions=meta, max_actions=max_actions).model_json_schema()
+    assert built == expected
+    assert json.dumps(built) == json.dumps(expected)  # the same text too: key order is part of a request

@@ -2,7 +2,10 @@
 
 import json
 
-from pos_bench.redact import redactor_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pos_bench.redact import NO_SECRETS, Redactor, redactor_for
 from pos_bench.transcript import Transcript, write_result
 
 OPENAI = {"_target_": "pos_bench.models.openai.OpenAIModel", "model": "m"}
@@ -38,3 +41,50 @@ def test_transcripts_and_results_are_written_redacted(tmp_path):
         text = (tmp_path / name).read_text()
         assert "sk-secret" not in text and "[redacted $MY_KEY]" in text
     assert json.loads((tmp_path / "result.json").read_text()) == {"error": "[redacted $MY_KEY]"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+secrets = st.text(min_size=8, max_size=16).filter(
+    lambda s: s.strip() == s and s not in "[redacted $PLANTED_KEY]"
+)
+
+
+class Shown:
+    """A value JSON cannot hold; written as its `str`."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from strings(inner)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=json_values, secret=secrets, where=st.integers(0, 3), ascii_only=st.booleans())
+def test_json_text_is_the_walked_redaction_and_never_holds_the_secret(data, secret, where, ascii_only):
+    redactor = Redactor((("PLANTED_KEY", secret),))
+    planted = [data, f"echo {secret}!", {f"k{secret}": secret}, [Shown(f"<{secret}>")]][where]
+    text = redactor.json_text(planted, default=str, ensure_ascii=ascii_only)
+    assert not any(secret in s for s in strings(json.loads(text)))  # numbers are not redacted, strings all are
+    expected = redactor.value(json.loads(json.dumps(planted, default=str)))
+    assert json.loads(text) == expected
+
+
+def test_json_text_without_secrets_is_plain_json():
+    assert NO_SECRETS.json_text({"a": [1, "b"]}) == json.dumps({"a": [1, "b"]})

@@ -83,7 +83,7 @@ class AnthropicModel(RemoteModel):
     def client_settings(self) -> tuple[Any, ...]:
         return (*super().client_settings(), self.api_version)
 
-    def make_client(self, module: Any, api_key: str) -> Any:
+    def make_client(self, module: Any, api_key: str, http_client: Any) -> Any:
         headers = {"anthropic-version": self.api_version} if self.api_version else None
         return module.Anthropic(
             api_key=api_key,
@@ -91,6 +91,7 @@ class AnthropicModel(RemoteModel):
             timeout=self.timeout,
             max_retries=0,
             default_headers=headers,
+            http_client=http_client,
         )
 
     def request(self, client: Any, prompt: Prompt) -> Reply:

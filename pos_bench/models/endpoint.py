@@ -1,5 +1,5 @@
-"""What the remote providers share: a key read from a named environment variable, a client built at the first
-call and shared per endpoint, and the mapping of SDK failures onto the retry policy.
+"""What the remote providers share: a key read from a named environment variable, SDK clients built at the
+first call and kept per thread, and the mapping of SDK failures onto the retry policy.
 
 The `openai` and `anthropic` SDKs are generated from the same template, so both raise `APIStatusError`
 (with the HTTP response) and `APIConnectionError` (timeouts included); `RemoteModel` classifies them once.
@@ -7,10 +7,12 @@ The `openai` and `anthropic` SDKs are generated from the same template, so both 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
 import os
+import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,10 +36,33 @@ PLACEHOLDER_KEY = "not-needed"
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 """Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
 
-_CLIENTS: dict[tuple[Any, ...], ClientEntry] = {}
-"""SDK clients per endpoint, reused by every model of the process: a connection pool, never a source of
-answers. The endpoint budget is a run object (`budget.py`), not module state."""
-_CLIENTS_LOCK = threading.Lock()
+_THREAD = threading.local()
+"""Each thread's SDK clients, one per endpoint setting: a connection kept open, never a source of answers.
+
+One client per thread rather than one per process: a thread has at most one request in flight, so its
+pool holds one connection, where a pool shared by 64 threads scans all 64 of its connections (and polls
+each idle one) for every request, ~2 ms of CPU per call under the interpreter lock. The endpoint budget is
+a run object (`budget.py`), not thread or module state."""
+
+
+_TLS_LOCK = threading.Lock()
+
+
+def shared_tls() -> ssl.SSLContext:
+    """One TLS context (CA bundle, `SSL_CERT_FILE`/`SSL_CERT_DIR`) for every client of the process: loading
+    the CA bundle is most of the ~40 ms an SDK client costs to build. Built under a lock: the threads of a
+    run all make their first call at once."""
+    with _TLS_LOCK:
+        return _tls_context()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    try:
+        httpx = importlib.import_module("httpx2")
+    except ImportError:  # SDKs before their move to httpx2
+        httpx = importlib.import_module("httpx")
+    return httpx.create_ssl_context()
 
 
 def public_url(url: str | None) -> str | None:
@@ -106,8 +131,8 @@ class RemoteModel:
         self.tokens_per_minute = tokens_per_minute
         self.revision = revision
 
-    def make_client(self, module: Any, api_key: str) -> Any:
-        """Build the SDK client with `max_retries=0` and `timeout=self.timeout`."""
+    def make_client(self, module: Any, api_key: str, http_client: Any) -> Any:
+        """Build the SDK client on `http_client` with `max_retries=0` and `timeout=self.timeout`."""
         raise NotImplementedError
 
     def request(self, client: Any, prompt: Prompt) -> Reply:
@@ -137,21 +162,21 @@ class RemoteModel:
         return (self.provider, self.base_url, self.api_key_env, self.timeout)
 
     def _entry(self) -> ClientEntry:
-        """The SDK module and a client, built at the first call and shared per endpoint within the process
-        (SDK clients are thread-safe, and building one costs tens of milliseconds of TLS setup)."""
+        """The SDK module and this thread's client for the endpoint, built at the thread's first call."""
         key = read_api_key(self.api_key_env, self.provider, self.model)
         settings = (*self.client_settings(), hashlib.sha256(key.encode()).hexdigest())
-        with _CLIENTS_LOCK:
-            if settings not in _CLIENTS:
-                try:
-                    module = importlib.import_module(self.sdk)
-                except ImportError as error:
-                    raise MissingExtra(
-                        f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
-                        f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
-                    ) from error
-                _CLIENTS[settings] = ClientEntry(module, self.make_client(module, key))
-            return _CLIENTS[settings]
+        clients = _THREAD.__dict__.setdefault("clients", {})
+        if settings not in clients:
+            try:
+                module = importlib.import_module(self.sdk)
+            except ImportError as error:
+                raise MissingExtra(
+                    f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
+                    f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
+                ) from error
+            http_client = module.DefaultHttpxClient(verify=shared_tls())
+            clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
+        return clients[settings]
 
     @property
     def client(self) -> tuple[Any, Any]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hydra.utils import instantiate
-
+from pos_bench.build import build
 from pos_bench.models.budget import Budget, Budgeted, LocalBudget, endpoint_of
 from pos_bench.models.cache import CacheConfig, Cached, Store
 from pos_bench.models.retry import Retrying, RetryPolicy
@@ -53,11 +52,11 @@ def build_model(cfg: Mapping[str, Any], *, budget: Budget | None = None, store: 
     `budget` is the run's endpoint budget, shared by all its workers; without one, the models built by
     this call share a budget of their own. `store` replaces the cache file (a Ray run's single owner)."""
     budget = budget if budget is not None else LocalBudget()
-    default = wrap(instantiate(cfg["model"], _convert_="all"), cfg, budget, store)
+    default = wrap(build(cfg["model"]), cfg, budget, store)
     roles = cfg.get("roles") or {}
     if not roles:
         return default
     return RoleRouter(
         default,
-        {role: wrap(instantiate(node, _convert_="all"), cfg, budget, store) for role, node in roles.items()},
+        {role: wrap(build(node), cfg, budget, store) for role, node in roles.items()},
     )

@@ -63,6 +63,15 @@ class Faults:
             return self.queue.popleft() if self.queue else "ok"
 
 
+class Listener(ThreadingHTTPServer):
+    """A thread per connection, and a listen backlog as deep as real servers keep (uvicorn: 2048): with
+    `socketserver`'s 5, a burst of new connections overflows it and the kernel drops their SYNs, which
+    the clients resend only after a second, a delay no real endpoint adds."""
+
+    daemon_threads = True
+    request_queue_size = 1024
+
+
 class StubServer:
     """A threaded loopback HTTP server; protocol subclasses implement `respond(path, body) -> (status, json)`."""
 
@@ -75,6 +84,8 @@ class StubServer:
         self.faults = Faults()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.connections: set[tuple[str, int]] = set()
+        """The client (host, port) of every connection a request came on."""
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -102,8 +113,7 @@ class StubServer:
             def log_message(self, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
+        server = Listener(("127.0.0.1", 0), Handler)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, daemon=True)
         self._thread.start()
@@ -128,6 +138,7 @@ class StubServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
+            self.connections.add(handler.client_address[:2])
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         counted = True

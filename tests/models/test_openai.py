@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from pydantic import BaseModel
 
-from pos_bench.models.openai import OpenAIModel
+from pos_bench.models.endpoint import shared_tls
+from pos_bench.models.openai import OpenAIModel, completion_reply
 from pos_bench.models.retry import RetryBudgetExhausted, Retrying, RetryPolicy, TransientError
 from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
@@ -149,3 +151,49 @@ def test_client_errors_are_not_retried(stub):
     with pytest.raises(RuntimeError, match="HTTP 404"):
         Retrying(wrong_path, FAST).generate(policy_prompt())
     assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"choices": []},
+        {"choices": [{"message": {"content": None}, "finish_reason": "length"}]},
+        {"choices": [{"message": {}}]},
+        {"choices": "none"},
+        [],
+    ],
+)
+def test_a_completion_without_text_is_a_malformed_response(body):
+    with pytest.raises(ValueError, match="completion has no"):
+        completion_reply(body)
+
+
+def test_a_completion_without_usage_counts_no_tokens():
+    reply = completion_reply({"choices": [{"message": {"content": "hi"}}], "usage": None})
+    assert reply.text == "hi" and (
+        reply.usage.input_tokens,
+        reply.usage.output_tokens,
+        reply.usage.calls,
+    ) == (0, 0, 1)
+
+
+def test_each_thread_keeps_its_own_client_and_connection(stub):
+    shared = model(stub)
+    seen: dict[str, list] = {}
+
+    def calls(name: str) -> None:
+        for _ in range(3):
+            shared.generate(policy_prompt())
+            seen.setdefault(name, []).append(shared.client[1])
+
+    workers = [threading.Thread(target=calls, args=(f"t{i}",)) for i in range(4)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    clients = [set(map(id, got)) for got in seen.values()]
+    assert all(len(c) == 1 for c in clients)  # one client per thread, reused for each of its calls
+    assert len(set().union(*clients)) == 4
+    assert len(stub.connections) == 4  # one kept-alive connection per thread, not one per call
+    assert shared_tls() is shared_tls()
