@@ -152,7 +152,7 @@ def run_episode(
                 )
         finally:
             env.close()
-        result = replace(result, usage=dict(model.usage))
+        result = replace(result, usage=dict(model.usage), served=tuple(model.served))
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
         result = error_result(task, error, model.usage if model else None)

@@ -62,6 +62,10 @@ class Summary:
     """Mean per-episode Dependency of the policy calls, in millions (SPEC-BASE §2.5)."""
     error_causes: tuple[ErrorCause, ...] = ()
     """The errors' causes, most common first."""
+    served: tuple[str, ...] = ()
+    """Every model revision the servers reported over the run; more than one means the endpoint's weights
+    changed during it (the configured `model.revision` is what the cache keys on, since a server says
+    which revision answered only after it has)."""
     notes: tuple[str, ...] = (EXTRAS_NOTE,)
 
 
@@ -169,6 +173,7 @@ def summarize(
         mean_peak_input_tokens=_mean([r.peak_input_tokens for r in results]),
         mean_dependency_m=_mean([r.dependency_m for r in results]),
         error_causes=error_causes(results),
+        served=tuple(sorted({s for r in results for s in r.served})),
     )
 
 
@@ -177,8 +182,15 @@ def write_summary(path: Path, summary: Summary, redactor: Redactor = NO_SECRETS)
 
 
 def format_notes(summary: Summary) -> str:
-    """The notes a reader of the table needs (how the extras are averaged), when the run has extras."""
-    return "\n".join(f"note: {note}" for note in summary.notes) if summary.extras else ""
+    """The notes a reader of the table needs: how the extras are averaged (when the run has extras), and
+    the served revisions when the endpoint reported more than one."""
+    notes = [f"note: {note}" for note in summary.notes] if summary.extras else []
+    if len(summary.served) > 1:
+        notes.append(
+            f"note: the servers reported {len(summary.served)} model revisions during this run "
+            f"({', '.join(summary.served)}); its episodes were not all answered by the same weights."
+        )
+    return "\n".join(notes)
 
 
 def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:

@@ -64,6 +64,8 @@ class Recorded:
         self.usage: dict[str, Usage] = {}
         self.calls: list[tuple[str, Usage]] = []
         """(role, usage) of every call in order, for per-call measures such as Peak (SPEC-BASE §2.5)."""
+        self.served: dict[str, None] = {}
+        """The model revisions the servers reported, in first-seen order."""
 
     def describe(self) -> Mapping[str, Any]:
         return self.inner.describe()
@@ -79,6 +81,9 @@ class Recorded:
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
         self.calls.append((role, reply.usage))
+        served = {"served": reply.served} if reply.served else {}
+        if reply.served:
+            self.served[reply.served] = None
         self.transcript.write(
             "call",
             role=role,
@@ -87,6 +92,7 @@ class Recorded:
             usage=reply.usage,
             cached=reply.cached,
             seconds=round(time.perf_counter() - started, 4),
+            **served,
         )
         return reply
 
@@ -95,7 +101,7 @@ def without_surrogates(reply: Reply) -> Reply:
     """`reply` with lone surrogate code points (which no UTF-8 file or request body can carry) replaced by
     `?`, so one odd reply costs a parse failure at most, never the episode."""
     clean = reply.text.encode("utf-8", "replace").decode("utf-8")
-    return reply if clean == reply.text else Reply(clean, reply.usage, reply.cached)
+    return reply if clean == reply.text else Reply(clean, reply.usage, reply.cached, reply.served)
 
 
 def write_result(path: Path, data: Any, redactor: Redactor = NO_SECRETS) -> None:

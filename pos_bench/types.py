@@ -125,6 +125,9 @@ class Reply:
     usage: Usage = Usage()
     cached: bool = False
     """True when the reply came from the response cache instead of the provider."""
+    served: str | None = None
+    """The model revision the server says answered (OpenAI-compatible: the response's `model`, plus its
+    `system_fingerprint`), when it says; kept with a cached reply."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,9 @@ class EpisodeResult:
     task_meta: Mapping[str, Any] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    served: tuple[str, ...] = ()
+    """The model revisions the servers reported for this episode's replies (more than one: the endpoint
+    changed under the run)."""
     context_errors: tuple[Mapping[str, Any], ...] = ()
     """Method failures on the terminal transition or in `report()` that kept the env outcome (SPEC-POS §5.5):
     `{step, phase: update | export, error_type, error}`."""
@@ -236,7 +242,10 @@ ROW_OMITS = ("report", "final_observation", "seconds")
 
 def result_row(result: EpisodeResult) -> dict[str, Any]:
     """The compact `results.jsonl` row of a result: outcome, counts, tokens per role, error."""
-    return {k: v for k, v in to_jsonable(result).items() if k not in ROW_OMITS}
+    row = {k: v for k, v in to_jsonable(result).items() if k not in ROW_OMITS}
+    if not row["served"]:
+        del row["served"]  # models that report no revision (scripted, embedded) leave rows as they were
+    return row
 
 
 def usage_from_json(data: Mapping[str, Any]) -> Usage:
@@ -251,4 +260,5 @@ def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:
     values = {k: v for k, v in data.items() if k in fields}
     values["usage"] = {role: usage_from_json(u) for role, u in data.get("usage", {}).items()}
     values["context_errors"] = tuple(data.get("context_errors", ()))
+    values["served"] = tuple(data.get("served", ()))
     return EpisodeResult(**values)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.runner import run
+from pos_bench.summary import format_notes
 from tests.models.stub_openai_server import IMPATIENT, PATIENT, StubOpenAI
 
 KEY = "sk-planted-run-key-5f2e9c"
@@ -180,3 +181,28 @@ def test_a_key_echoed_in_a_401_body_reaches_no_file(monkeypatch, tmp_path):
     assert_no_key_in(tmp_path)
     written = [p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert sum("[redacted $STUB_RUN_KEY]" in text for text in written) >= 3  # the echo did reach the files
+
+
+def test_a_revision_change_under_the_run_is_recorded_and_flagged(stub, tmp_path):
+    from pos_bench.analysis.runs import load_run
+
+    stub.fingerprint = "fp_old"
+    cfg = config(tmp_path, openai_node(stub.url), cache_mode="off")
+    cfg["runner"]["n_jobs"] = 1
+    served = iter(["fp_old"] * 5 + ["fp_new"] * 100)
+    original = stub.answer
+
+    def answer(body: dict) -> str:
+        stub.fingerprint = next(served)  # the endpoint's weights change after five calls
+        return original(body)
+
+    stub.answer = answer
+    run_dir = tmp_path / "run"
+    summary = play(cfg, run_dir)
+    assert summary.served == ("stub-model fp_new", "stub-model fp_old")
+    rows = results(run_dir)
+    assert {s for r in rows.values() for s in r["served"]} == set(summary.served)
+    calls = [e for e in events(run_dir, TASKS[0]) if e["kind"] == "call"]
+    assert calls and all(e["served"].startswith("stub-model fp_") for e in calls)
+    assert "served=2 revisions" in load_run(run_dir).flags
+    assert "2 model revisions" in format_notes(summary)

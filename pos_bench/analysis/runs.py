@@ -48,7 +48,8 @@ class Run:
     method: str
     model: str
     flags: tuple[str, ...]
-    """Labels a reader must see beside every number: smoke, rules, stand-in, errors, in progress."""
+    """Labels a reader must see beside every number: smoke, rules, judge=…, stand-in, errors,
+    served=N revisions, in progress."""
     fingerprint: str
     episodes: pd.DataFrame
     total_tasks: int | None
@@ -184,7 +185,11 @@ PAPER_JUDGE = "qwen3.7-plus"
 
 
 def run_flags(
-    meta: Mapping[str, Any], episodes: pd.DataFrame, total: int | None, finished: bool
+    meta: Mapping[str, Any],
+    episodes: pd.DataFrame,
+    total: int | None,
+    finished: bool,
+    summary: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:
     labels = meta.get("labels") or {}
     bench_cfg = (meta.get("config") or {}).get("bench") or {}
@@ -200,6 +205,9 @@ def run_flags(
         flags.append("stand-in")
     if "status" in episodes and (episodes["status"] == "error").any():
         flags.append("errors")
+    served = (summary or {}).get("served") or ()
+    if len(served) > 1:
+        flags.append(f"served={len(served)} revisions")  # the endpoint's weights changed during the run
     running = "status" in episodes and (episodes["status"] == "running").any()
     if running or not finished or (total is not None and len(episodes) < total):
         flags.append("in progress")
@@ -223,7 +231,7 @@ def load_run(folder: Path, *, with_events: bool = True) -> Run:
         bench=str(labels.get("bench") or parts[0]),
         method=str(labels.get("method") or parts[1]),
         model=str(labels.get("model") or parts[2]),
-        flags=run_flags(meta, episodes, total, finished=bool(summary)),
+        flags=run_flags(meta, episodes, total, finished=bool(summary), summary=summary),
         fingerprint=str(fingerprint),
         episodes=episodes,
         total_tasks=total,

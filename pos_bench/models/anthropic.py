@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pos_bench.models.endpoint import RemoteModel
+from pos_bench.models.endpoint import RemoteModel, served_revision
 from pos_bench.types import Prompt, Reply, Usage
 
 SAMPLING_API_VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
@@ -117,7 +117,11 @@ class AnthropicModel(RemoteModel):
             max_tokens=prompt.max_tokens or self.max_tokens,
             **options,
         )
-        return Reply(text=self.reply_text(message.content, use_tool), usage=self.usage(message.usage))
+        return Reply(
+            text=self.reply_text(message.content, use_tool),
+            usage=self.usage(message.usage),
+            served=served_revision(getattr(message, "model", None)),
+        )
 
     @staticmethod
     def reply_text(blocks: Any, use_tool: bool) -> str:

@@ -124,6 +124,20 @@ def _use_wal(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
 
 
+@retry(
+    retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
+)
+def _add_served_column(db: sqlite3.Connection) -> None:
+    """Cache files written before replies kept their served revision get the column (empty for old rows)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+    if "served" not in columns:
+        try:
+            db.execute("ALTER TABLE responses ADD COLUMN served TEXT")
+        except sqlite3.OperationalError as error:  # another connection added it first
+            if "duplicate column" not in str(error):
+                raise
+
+
 def _storable(text: str) -> str:
     """`text` without lone surrogates, which SQLite's UTF-8 text cannot hold."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -166,8 +180,10 @@ class ResponseStore:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-                "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL)"
+                "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
+                "served TEXT)"
             )
+            _add_served_column(db)
             db.commit()
             self._local.db = db
         return db
@@ -177,7 +193,8 @@ class ResponseStore:
             row = (
                 self._connect()
                 .execute(
-                    "SELECT text, input_tokens, output_tokens, calls FROM responses WHERE key = ?", (key,)
+                    "SELECT text, input_tokens, output_tokens, calls, served FROM responses WHERE key = ?",
+                    (key,),
                 )
                 .fetchone()
             )
@@ -185,7 +202,7 @@ class ResponseStore:
             raise cache_error(self.path, error) from error
         if row is None:
             return None
-        return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True)
+        return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True, served=row[4])
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
         """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
@@ -199,14 +216,21 @@ class ResponseStore:
             reply.usage.output_tokens,
             reply.usage.calls,
             time.time(),
+            reply.served,
         )
         try:
             with self._connect() as db:
-                db.execute(f"{verb} INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+                db.execute(
+                    f"{verb} INTO responses (key, request, text, input_tokens, output_tokens, calls, created, "
+                    "served) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
         except sqlite3.Error as error:
             raise cache_error(self.path, error) from error
         stored = self.get(key)
-        return reply if stored is None else Reply(stored.text, stored.usage, cached=False)
+        return (
+            reply if stored is None else Reply(stored.text, stored.usage, cached=False, served=stored.served)
+        )
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -75,6 +75,13 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def served_revision(model: Any, fingerprint: Any = None) -> str | None:
+    """What a response says of the weights that answered: the served model id (an alias resolves to its
+    dated snapshot there) and the backend's fingerprint, when the server sends them."""
+    parts = [str(p) for p in (model, fingerprint) if p]
+    return " ".join(parts) or None
+
+
 def read_api_key(variable: str | None, provider: str, model: str) -> str:
     """The API key from the environment variable the config names (configs never hold keys)."""
     if variable is None:

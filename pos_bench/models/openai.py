@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pos_bench.models.endpoint import RemoteModel
+from pos_bench.models.endpoint import RemoteModel, served_revision
 from pos_bench.types import Prompt, Reply, Usage
 
 ResponseMode = Literal["json_schema", "json_object", "none"]
@@ -133,4 +133,5 @@ def completion_reply(completion: Any) -> Reply:
     return Reply(
         text=text,
         usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 1),
+        served=served_revision(completion.get("model"), completion.get("system_fingerprint")),
     )

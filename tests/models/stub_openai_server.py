@@ -82,6 +82,8 @@ class StubServer:
         self.delay = delay
         self.model_id = model_id
         self.faults = Faults()
+        self.fingerprint: str | None = None
+        """Sent as `system_fingerprint` when set: the revision of the weights that answer."""
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.connections: set[tuple[str, int]] = set()
@@ -207,6 +209,7 @@ class StubOpenAI(StubServer):
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", self.model_id),
+            **({"system_fingerprint": self.fingerprint} if self.fingerprint else {}),
             "choices": [
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
             ],

@@ -236,3 +236,29 @@ def test_replay_accepts_a_folder_that_holds_one_run(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps([{"folder": "default-1234"}, {"folder": "other-5678"}]))
     with pytest.raises(ValueError, match="holds 2 runs"):
         Replayed(str(tmp_path))
+
+
+def test_a_cached_reply_keeps_the_revision_the_server_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("STUB_KEY", "sk-planted-cache-key-42")
+    with StubOpenAI() as stub:
+        stub.fingerprint = "fp_0412"
+        live = OpenAIModel("stub-model", base_url=f"{stub.url}/v1", api_key_env="STUB_KEY", timeout=PATIENT)
+        first = cached(live, tmp_path).generate(PROMPT)
+    elsewhere = OpenAIModel("stub-model", base_url="http://127.0.0.1:9/v1", api_key_env="UNSET_VARIABLE")
+    again = cached(elsewhere, tmp_path, mode="replay").generate(PROMPT)
+    assert first.served == again.served == "stub-model fp_0412"
+    assert again.cached and not first.cached
+
+
+def test_a_cache_file_from_before_served_revisions_is_read_and_extended(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, text TEXT NOT NULL, "
+            "input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL)"
+        )
+        db.execute("INSERT INTO responses VALUES ('old', '{}', 'kept', 1, 2, 1, 0.0)")
+    store = ResponseStore(path)
+    assert store.get("old") == Reply("kept", Usage(1, 2, 1), cached=True, served=None)
+    store.put("new", "{}", Reply("fresh", Usage(3, 4, 1), served="m rev2"), overwrite=False)
+    assert store.get("new").served == "m rev2" and len(store) == 2
