@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.models.budget import Budget, FileBudget, LocalBudget
-from pos_bench.models.cache import Store
+from pos_bench.models.cache import ResponseStore, Store
 from pos_bench.redact import key_variables, redactor_for
 from pos_bench.types import EpisodeResult, Task
 from pos_bench.workers import play_all
@@ -41,7 +41,8 @@ class Shared:
     budget: Budget
     store: Store | None = None
     """A response store every worker goes through (Ray: an actor owning the SQLite file on the driver's
-    node), or None when each worker may open the file itself (one host: SQLite in WAL mode)."""
+    node; threads: one `ResponseStore`), or None when each worker process opens the file itself (loky:
+    SQLite in WAL mode)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,10 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
             yield pool
         return
     if placement.backend == "threading":
-        yield SlotPool(placement, Shared(LocalBudget()))
+        # One store for the run's threads (a connection per thread inside), not one per episode.
+        path = cache_path(cfg)
+        store = ResponseStore(path, redact=redactor_for(cfg).text) if path is not None else None
+        yield SlotPool(placement, Shared(LocalBudget(), store))
         return
     folder = Path(tempfile.mkdtemp(prefix="pos_bench_budget_"))
     try:

@@ -8,6 +8,7 @@ provider's default for it), plus every variable whose name looks like a credenti
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -81,12 +82,19 @@ def key_variables(node: Any) -> Iterable[str]:
 
 
 def _default_key_variable(target: str) -> Iterable[str]:
+    return _defaults_of(target)
+
+
+@functools.lru_cache(maxsize=256)
+def _defaults_of(target: str) -> tuple[str, ...]:
+    """A class's default `api_key_env` (looked up once per process: `inspect.signature` is slow)."""
     try:
         parameter = inspect.signature(get_object(target)).parameters.get("api_key_env")
     except Exception:  # noqa: BLE001 - an unloadable target is reported by the pre-flight check, not here
-        return
+        return ()
     if parameter is not None and isinstance(parameter.default, str):
-        yield parameter.default
+        return (parameter.default,)
+    return ()
 
 
 def redactor_for(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Redactor:

@@ -42,7 +42,7 @@ class Transcript:
         if self._keep:
             self.events.append(event)
         if self._file is not None:
-            self._file.write(dumps(event, self.redactor) + "\n")
+            self._file.write(self.redactor.json_text(event, default=str) + "\n")  # event is plain already
             self._file.flush()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:

@@ -157,13 +157,15 @@ def main() -> None:
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     os.environ.setdefault("BENCH_STUB_KEY", "sk-bench-not-a-real-key")
     warm_sdk()
-    if "ray" in backends:
-        from pos_bench.ray_pool import connect
-
-        connect(None)  # the cluster exists before the run, as on a real one
     root = Path(tempfile.mkdtemp(prefix="bench_concurrency_"))
     figures: dict = {"delay_s": args.delay, "turns": args.turns, "backends": {}}
     for backend in backends:
+        if backend == "ray":
+            from pos_bench.ray_pool import connect
+
+            # The cluster exists before the run, as on a real one; started only now, since its idle
+            # processes would take CPU from the backends measured before it.
+            connect(None)
         cache = {"mode": "read_write", "path": str(root / f"{backend}.sqlite")}
         figures["backends"][backend] = parallel_figures(backend, args, root, cache)
     figures["best"] = min(figures["backends"], key=lambda b: figures["backends"][b]["over_critical"])

@@ -260,12 +260,15 @@ class Cached:
         self.name = model.name
         self.config = config
         self.store = store if store is not None else ResponseStore(config.path, redact=redact)
+        self._description: Mapping[str, Any] | None = None
 
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "cache": self.config.mode}
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
-        description = self.inner.describe()
+        if self._description is None:  # a model's description is fixed once it is built
+            self._description = self.inner.describe()
+        description = self._description
         if self.config.mode == "off" or description.get("cacheable") is False:
             return self.inner.generate(prompt, role=role)
         model_identity = identity(description)
