@@ -17,6 +17,7 @@ CORE_ALLOWED = {
     "pos_bench.weights",
     "pos_bench.redact",
     "pos_bench.extras",
+    "pos_bench.build",
 }
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 
