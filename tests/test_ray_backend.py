@@ -88,7 +88,8 @@ def cluster():
     os.killpg(head.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         head.wait(timeout=30)
-    os.killpg(head.pid, signal.SIGKILL)  # `ray start` leaves its GCS and monitor behind otherwise
+    with contextlib.suppress(ProcessLookupError):  # every process of the group may be gone already
+        os.killpg(head.pid, signal.SIGKILL)  # `ray start` leaves its GCS and monitor behind otherwise
     current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
     if current.is_file() and current.read_text().strip().endswith(f":{port}"):
         current.unlink()  # a later bare `ray.init()` on this machine would try our dead head
