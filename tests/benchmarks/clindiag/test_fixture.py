@@ -59,21 +59,16 @@ def test_rules_judge_meets_the_issue_13_targets_on_the_604_cases(cases):
     assert rate("antonym") <= 0.05 and rate("differential") <= 0.05
 
 
+def judge_eval(shared, *args: str) -> str:
+    """The output of `scripts/clindiag_judge_eval.py` on the staged cases with `args`."""
+    script = REPO / "scripts" / "clindiag_judge_eval.py"
+    data = shared / "benchmarks" / "clindiag"
+    command = [sys.executable, str(script), "--data", str(data), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO).stdout
+
+
 def test_the_eval_script_prints_a_confusion_table_per_form(shared):
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "clindiag_judge_eval.py"),
-            "--data",
-            str(shared / "benchmarks" / "clindiag"),
-            "--limit",
-            "30",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-    ).stdout
+    out = judge_eval(shared, "--limit", "30")
     for form in FORMS:
         assert re.search(rf"^\s*{form}\s+(accept|reject)\s+\d+", out, re.MULTILINE)
     assert "TP" in out and "FP" in out and out.count(": met") == 4
@@ -86,30 +81,21 @@ def test_the_eval_script_also_grades_with_an_llm_judge_when_one_is_configured(sh
         return json.dumps({"diagnosis_correct": correct, "differential_hit": False, "reason": "stub"})
 
     with StubOpenAI(answer=judge) as stub:
-        out = subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "scripts" / "clindiag_judge_eval.py"),
-                "--data",
-                str(shared / "benchmarks" / "clindiag"),
-                "--limit",
-                "10",
-                "--llm",
-                "openai",
-                "--set",
-                f"model.base_url={stub.url}/v1",
-                "--set",
-                "model.api_key_env=null",
-                "--set",
-                "cache.mode=off",
-                "--llm-per-form",
-                "2",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=REPO,
-        ).stdout
+        out = judge_eval(
+            shared,
+            "--limit",
+            "10",
+            "--llm",
+            "openai",
+            "--set",
+            f"model.base_url={stub.url}/v1",
+            "--set",
+            "model.api_key_env=null",
+            "--set",
+            "cache.mode=off",
+            "--llm-per-form",
+            "2",
+        )
         requests = len(stub.requests)
     llm_table = out.split("== judge=llm (openai)", 1)[1]
     assert re.search(r"^\s*negated\s+reject\s+2\s+0\s+0\s+0\s+2\s", llm_table, re.MULTILINE)
