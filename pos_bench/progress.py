@@ -6,6 +6,7 @@ so no channel between workers and the main process is needed.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tqdm import tqdm
@@ -41,8 +42,14 @@ class Live:
 
 
 class Progress:
-    def __init__(self, run_dir: Path, *, total: int, finished: int, enabled: bool):
+    """`tick` reads the live counts at most once per `interval` seconds, and never when the bar is off: a
+    backend ticks at every finished episode, and each read opens every in-flight episode's transcript."""
+
+    def __init__(self, run_dir: Path, *, total: int, finished: int, enabled: bool, interval: float = 1.0):
         self.run_dir = run_dir
+        self.enabled = enabled
+        self.interval = interval
+        self._read_at = float("-inf")
         self.bar = tqdm(total=total, initial=finished, disable=not enabled, desc="episodes", unit="ep")
         self.live: dict[str, Live] = {}
         self.turns = self.calls = self.errors = 0
@@ -51,6 +58,10 @@ class Progress:
 
     def tick(self, running: list[Task]) -> None:
         """Refresh the counts of the episodes in flight."""
+        now = time.monotonic()
+        if not self.enabled or now - self._read_at < self.interval:
+            return
+        self._read_at = now
         for task in running:
             live = self.live.setdefault(task.id, Live(episode_dir(self.run_dir, task.id) / "events.jsonl"))
             live.refresh()
@@ -66,6 +77,8 @@ class Progress:
         self._show()
 
     def _show(self) -> None:
+        if not self.enabled:
+            return
         turns = self.turns + sum(x.turns for x in self.live.values())
         calls = self.calls + sum(x.calls for x in self.live.values())
         self.bar.set_postfix(

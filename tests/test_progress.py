@@ -24,7 +24,7 @@ def test_live_counts_follow_a_growing_transcript(tmp_path):
 
 
 def test_progress_adds_finished_and_running_episodes(tmp_path):
-    progress = Progress(tmp_path, total=3, finished=1, enabled=False)
+    progress = Progress(tmp_path, total=3, finished=1, enabled=True, interval=0.0)
     running = Task("toy/001")
     log = Transcript(episode_dir(tmp_path, running.id) / "events.jsonl")
     log.write("call", role="agent")
@@ -36,3 +36,19 @@ def test_progress_adds_finished_and_running_episodes(tmp_path):
     assert (progress.saved, progress.errors, progress.turns, progress.calls) == (3, 1, 5, 7)
     assert sum(x.turns for x in progress.live.values()) == 1
     progress.close()
+
+
+def test_ticks_read_transcripts_at_most_once_per_interval_and_never_when_off(tmp_path):
+    running = Task("toy/001")
+    log = Transcript(episode_dir(tmp_path, running.id) / "events.jsonl")
+    log.write("step", turn=0)
+    off = Progress(tmp_path, total=1, finished=0, enabled=False)
+    off.tick([running])
+    assert off.live == {}
+    slow = Progress(tmp_path, total=1, finished=0, enabled=True, interval=3600.0)
+    slow.tick([running])  # the first tick reads
+    log.write("step", turn=1)
+    slow.tick([running])  # within the interval: not read again
+    assert slow.live[running.id].turns == 1
+    for progress in (off, slow):
+        progress.close()

@@ -153,6 +153,9 @@ class ResponseStore:
         self.redact = redact
         """Applied to every stored request and reply, so a secret a server echoes never reaches the file."""
         self._local = threading.local()
+        self._file_ready = False
+        """Whether the file is in WAL mode with the current table: settled by the first connection."""
+        self._setup = threading.Lock()
 
     def check(self) -> None:
         """Open the file and take (then release) its write lock: a corrupt or locked cache fails here, once,
@@ -176,17 +179,24 @@ class ResponseStore:
         if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=self.timeout)
-            _use_wal(db)
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
-                "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
-                "served TEXT)"
-            )
-            _add_served_column(db)
-            db.commit()
+            db.execute("PRAGMA synchronous=NORMAL")  # a setting of each connection
+            with self._setup:  # the rest is kept in the file: once per store, not once per thread
+                if not self._file_ready:
+                    self._prepare_file(db)
+                    self._file_ready = True
             self._local.db = db
         return db
+
+    @staticmethod
+    def _prepare_file(db: sqlite3.Connection) -> None:
+        _use_wal(db)
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+            "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
+            "served TEXT)"
+        )
+        _add_served_column(db)
+        db.commit()
 
     def get(self, key: str) -> Reply | None:
         try:

@@ -56,6 +56,20 @@ def shared_tls() -> ssl.SSLContext:
         return _tls_context()
 
 
+def tls_for(base_url: str | None) -> ssl.SSLContext:
+    """The TLS context for a client of `base_url`: `shared_tls()`, except for a plain-http endpoint (a local
+    server), which never shakes hands. It gets a context that trusts no certificate, so a redirect to https
+    fails verification rather than skipping it, without loading the CA bundle."""
+    if base_url and urlsplit(base_url).scheme == "http":
+        return _trusts_nothing()
+    return shared_tls()
+
+
+@functools.cache
+def _trusts_nothing() -> ssl.SSLContext:
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies certificates and host names, with no CA
+
+
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     try:
@@ -181,7 +195,7 @@ class RemoteModel:
                     f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
                     f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                 ) from error
-            http_client = module.DefaultHttpxClient(verify=shared_tls())
+            http_client = module.DefaultHttpxClient(verify=tls_for(self.base_url))
             clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
         return clients[settings]
 

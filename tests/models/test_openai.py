@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 
 import pytest
 from pydantic import BaseModel
 
-from pos_bench.models.endpoint import shared_tls
+from pos_bench.models.endpoint import shared_tls, tls_for
 from pos_bench.models.openai import OpenAIModel, completion_reply
 from pos_bench.models.retry import RetryBudgetExhausted, Retrying, RetryPolicy, TransientError
 from pos_bench.structured import ask
@@ -197,3 +198,11 @@ def test_each_thread_keeps_its_own_client_and_connection(stub):
     assert len(set().union(*clients)) == 4
     assert len(stub.connections) == 4  # one kept-alive connection per thread, not one per call
     assert shared_tls() is shared_tls()
+
+
+def test_plain_http_endpoints_skip_the_ca_bundle_but_never_skip_verification():
+    local = tls_for("http://127.0.0.1:8000/v1")
+    assert local.cert_store_stats()["x509_ca"] == 0  # nothing loaded: a redirect to https cannot verify
+    assert local.verify_mode == ssl.CERT_REQUIRED and local.check_hostname
+    assert tls_for("https://api.example.com/v1") is shared_tls()
+    assert tls_for(None) is shared_tls()  # the SDK's default endpoint is https
