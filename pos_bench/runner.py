@@ -9,6 +9,7 @@ decides where episodes run, so another backend slots in there.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shutil
 import threading
@@ -247,6 +248,23 @@ def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> 
 
 
 @contextmanager
+def older_objects_frozen() -> Iterator[None]:
+    """While the episodes run, the garbage collector leaves out what existed before them (modules, classes,
+    the run's config): a full collection, which stops every thread of the process, then scans what the
+    episodes made instead of the whole heap (measured: 0.1–0.2 s per pause, several per run of 64 threads).
+    Unfrozen afterwards, so nothing outlives the run uncollected. A process that froze objects itself (a
+    pre-fork server) keeps its own arrangement: nothing is frozen or unfrozen then."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@contextmanager
 def writer_lock(run_dir: Path) -> Iterator[None]:
     """Hold the run folder's lock: a second process on the same folder is refused, never a second writer."""
     owner = run_dir / ".writer"
@@ -298,7 +316,7 @@ def run(
         progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
         placement = Placement(runner.backend, runner.n_jobs, runner.workers, runner.ray_address)
         try:
-            with session(placement, cfg) as pool:
+            with session(placement, cfg) as pool, older_objects_frozen():
                 work = functools.partial(
                     run_episode,
                     cfg,

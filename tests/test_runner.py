@@ -1,10 +1,12 @@
 import ctypes
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import weakref
 
 import pytest
 from filelock import FileLock
@@ -13,7 +15,7 @@ from pos_bench.identity import RunMismatch
 from pos_bench.preflight import ConfigError
 from pos_bench.protocols import MethodBase
 from pos_bench.results import ResultsError, ResultsFile
-from pos_bench.runner import RunLocked, run
+from pos_bench.runner import RunLocked, older_objects_frozen, run
 from tests.conftest import REPO
 
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
@@ -402,3 +404,32 @@ def test_a_bad_retry_policy_stops_the_run_before_any_episode(tmp_path):
     with pytest.raises(ConfigError, match="on_json_exhausted"):
         run(rca_config("{}", on_json_exhausted="retry_forever"), tmp_path, {})
     assert not (tmp_path / "results.jsonl").exists()
+
+
+class _Node:
+    def __init__(self):
+        self.me = self  # a reference cycle: only the collector frees it
+
+
+def test_while_episodes_run_older_objects_are_frozen_and_new_garbage_is_still_collected():
+    gc.collect()
+    before = gc.get_freeze_count()
+    with older_objects_frozen():
+        assert gc.get_freeze_count() > before
+        made = _Node()
+        gone = weakref.ref(made)
+        del made
+        gc.collect()
+        assert gone() is None
+    assert gc.get_freeze_count() == 0  # nothing stays out of collections after the run
+
+
+def test_a_process_that_froze_objects_itself_keeps_them_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with older_objects_frozen():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
