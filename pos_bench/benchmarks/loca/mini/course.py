@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_bench.benchmarks.loca.mini.generation import compact, fill, measure, nominal_tokens, person, uid
-from pos_bench.benchmarks.loca.mini.tools import Tool, ToolError
+from pos_bench.benchmarks.loca.mini.tools import PAGING, Tool, ToolError
 from pos_bench.benchmarks.loca.mini.workspace import (
     CLAIM_DONE,
     FS_TOOLS,
@@ -186,16 +186,12 @@ def check(ws: Workspace) -> Verdict:
 
 
 _COURSE = {"course_id": {"type": "string", "description": "The course id, e.g. CS-204."}}
-_PAGING = {
-    "offset": {"type": "integer", "description": "Index of the first item (default 0)."},
-    "limit": {"type": "integer", "description": "Items per page, 1–200 (default 50)."},
-}
 TOOLS = (
     Tool("canvas_list_courses", "[canvas] The courses of the current term.", {}, (), _list_courses),
     Tool(
         "canvas_list_students",
         "[canvas] Students enrolled in a course (any enrollment status), one page at a time.",
-        {**_COURSE, **_PAGING},
+        {**_COURSE, **PAGING},
         ("course_id",),
         _list_students,
     ),
@@ -209,7 +205,7 @@ TOOLS = (
     Tool(
         "canvas_list_submissions",
         "[canvas] Submissions of the course's students, one page at a time.",
-        {**_COURSE, **_PAGING},
+        {**_COURSE, **PAGING},
         ("course_id",),
         _list_submissions,
     ),

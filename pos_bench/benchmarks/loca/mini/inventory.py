@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pos_bench.benchmarks.loca.mini.generation import compact, fill, measure, nominal_tokens, uid
-from pos_bench.benchmarks.loca.mini.tools import Tool, ToolError
+from pos_bench.benchmarks.loca.mini.tools import PAGING, Tool, ToolError
 from pos_bench.benchmarks.loca.mini.workspace import (
     CLAIM_DONE,
     FS_TOOLS,
@@ -175,23 +175,19 @@ def check(ws: Workspace) -> Verdict:
     return Verdict(True, f"all {len(wanted)} low-stock products listed correctly")
 
 
-_PAGING = {
-    "offset": {"type": "integer", "description": "Index of the first item (default 0)."},
-    "limit": {"type": "integer", "description": "Items per page, 1–200 (default 50)."},
-}
 _PATH = {"type": "string", "description": "A path under /workspace (absolute, or relative to it)."}
 TOOLS = (
     Tool(
         "inventory_list_products",
         "[inventory] List all products (every warehouse), sorted by sku, one page at a time.",
-        dict(_PAGING),
+        dict(PAGING),
         (),
         _list_products,
     ),
     Tool(
         "inventory_search_products",
         "[inventory] Products whose sku, name, category or supplier contains the text.",
-        {"query": {"type": "string", "description": "Text to look for (case-insensitive)."}, **_PAGING},
+        {"query": {"type": "string", "description": "Text to look for (case-insensitive)."}, **PAGING},
         ("query",),
         _search_products,
     ),

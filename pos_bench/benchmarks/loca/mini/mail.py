@@ -22,7 +22,7 @@ from pos_bench.benchmarks.loca.mini.generation import (
     person,
     uid,
 )
-from pos_bench.benchmarks.loca.mini.tools import Tool, ToolError
+from pos_bench.benchmarks.loca.mini.tools import PAGING, Tool, ToolError
 from pos_bench.benchmarks.loca.mini.workspace import (
     CLAIM_DONE,
     FS_TOOLS,
@@ -304,23 +304,19 @@ def check(ws: Workspace) -> Verdict:
     return Verdict(True, f"{len(wanted)} events created and {len(expected)} confirmations sent as requested")
 
 
-_PAGING = {
-    "offset": {"type": "integer", "description": "Index of the first item (default 0)."},
-    "limit": {"type": "integer", "description": "Items per page, 1–200 (default 50)."},
-}
 _FOLDER = {"type": "string", "enum": ["inbox", "sent"], "description": "Mailbox folder (default inbox)."}
 TOOLS = (
     Tool(
         "email_list_messages",
         "[email] List the messages of a folder, newest first, whole messages, one page at a time.",
-        {"folder": _FOLDER, **_PAGING},
+        {"folder": _FOLDER, **PAGING},
         (),
         _list_messages,
     ),
     Tool(
         "email_search_messages",
         "[email] Messages whose sender, subject or body contains the text (case-insensitive).",
-        {"query": {"type": "string", "description": "Text to look for."}, "folder": _FOLDER, **_PAGING},
+        {"query": {"type": "string", "description": "Text to look for."}, "folder": _FOLDER, **PAGING},
         ("query",),
         _search_messages,
     ),
@@ -345,7 +341,7 @@ TOOLS = (
     Tool(
         "calendar_list_events",
         "[calendar] List the user's calendar events by start time, one page at a time.",
-        dict(_PAGING),
+        dict(PAGING),
         (),
         _list_events,
     ),

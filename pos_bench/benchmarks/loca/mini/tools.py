@@ -19,6 +19,12 @@ _JSON_TYPES: Mapping[str, type | tuple[type, ...]] = {
     "object": dict,
 }
 
+PAGING: Mapping[str, Mapping[str, Any]] = {
+    "offset": {"type": "integer", "description": "Index of the first item (default 0)."},
+    "limit": {"type": "integer", "description": "Items per page, 1–200 (default 50)."},
+}
+"""The `offset` / `limit` arguments of every listing tool (see `workspace.page`)."""
+
 
 class ToolError(Exception):
     """A call the tool cannot serve (bad arguments, unknown id); its message becomes the observation."""
