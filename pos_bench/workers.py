@@ -1,6 +1,7 @@
 """Episodes on worker slots: each slot is one worker process (loky, through joblib) or one thread, playing one
 episode at a time. A worker that dies (SIGKILL, segfault, out of memory) costs only the episode it was playing,
-which comes back as an `error` result naming the signal; its slot gets a fresh worker and the run goes on.
+which comes back as an `error` result naming the signal; its slot gets a fresh worker and the run goes on. One
+that dies between two episodes costs none: the next episode goes to a fresh worker.
 
 A pool shared by all slots cannot do this: when one of its workers dies, every episode in flight fails with it.
 """
@@ -37,13 +38,20 @@ class Slot:
         self._executor: Any = None
 
     def submit(self, work: Work, task: Task) -> Future:
+        try:
+            return self._started().submit(work, task)
+        except BrokenProcessPool:  # the worker died between two episodes: nothing was lost, start a new one
+            self.discard()
+            return self._started().submit(work, task)
+
+    def _started(self) -> Any:
         if self._executor is None:
             self._executor = (
                 ThreadPoolExecutor(max_workers=1)
                 if self.backend == "threading"
                 else ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker)
             )
-        return self._executor.submit(work, task)
+        return self._executor
 
     def discard(self) -> None:
         """Drop a broken worker; the next episode starts a new one."""

@@ -3,9 +3,10 @@
 import functools
 import os
 import signal
+import time
 
 from pos_bench.types import EpisodeResult, Task
-from pos_bench.workers import play_all
+from pos_bench.workers import Slot, play_all
 
 TASKS = [Task(f"t{i}", meta={"i": i}) for i in range(6)]
 
@@ -38,3 +39,21 @@ def test_a_dead_process_costs_its_own_task_and_its_slot_gets_a_new_worker():
     (dead,) = [r for r in results if r.status == "error"]
     assert dead.task_id == "t1" and "SIGKILL" in dead.error
     assert seen  # the caller heard about the tasks in flight
+
+
+def pid_of(task: Task) -> int:
+    return os.getpid()
+
+
+def test_a_worker_that_dies_between_episodes_is_replaced_without_losing_the_next_one():
+    slot = Slot("loky")
+    try:
+        first = slot.submit(pid_of, Task("a")).result(timeout=60)
+        os.kill(first, signal.SIGKILL)  # idle: between its episode and the next
+        deadline = time.monotonic() + 30
+        while slot._executor._flags.broken is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the executor has seen its worker die (loky has no public flag)
+        second = slot.submit(pid_of, Task("b")).result(timeout=60)
+        assert second != first  # played in full by a fresh worker
+    finally:
+        slot.close()
