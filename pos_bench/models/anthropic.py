@@ -28,6 +28,7 @@ REPLY_TOOL_DESCRIPTION = "Give your answer as this tool's input; it must follow 
 
 class AnthropicModel(RemoteModel):
     sdk = "anthropic"
+    client_class = "Anthropic"
     extra = "anthropic"
     provider = "anthropic"
 
@@ -83,16 +84,8 @@ class AnthropicModel(RemoteModel):
     def client_settings(self) -> tuple[Any, ...]:
         return (*super().client_settings(), self.api_version)
 
-    def make_client(self, module: Any, api_key: str, http_client: Any) -> Any:
-        headers = {"anthropic-version": self.api_version} if self.api_version else None
-        return module.Anthropic(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=0,
-            default_headers=headers,
-            http_client=http_client,
-        )
+    def client_options(self) -> Mapping[str, Any]:
+        return {"default_headers": {"anthropic-version": self.api_version} if self.api_version else None}
 
     def request(self, client: Any, prompt: Prompt) -> Reply:
         system = "\n\n".join(m.content for m in prompt.messages if m.role == "system")

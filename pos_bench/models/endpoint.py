@@ -113,8 +113,8 @@ def read_api_key(variable: str | None, provider: str, model: str) -> str:
 class RemoteModel:
     """Base of the providers that call an HTTP API through an official SDK.
 
-    A subclass names its SDK module (`sdk`), builds the SDK client (`make_client`) and turns one prompt into
-    one request and its response into a `Reply` (`request`). This class adds the lazy client and the error
+    A subclass names its SDK module (`sdk`) and client class (`client_class`, plus any `client_options`) and
+    turns one prompt into one request and its response into a `Reply` (`request`). This class adds the lazy client and the error
     classification; the endpoint budget, retries and caching are wrappers composed in `build_model`.
 
     `revision` names the weights a run means (a dated snapshot, a commit) and is part of the cache key;
@@ -122,6 +122,8 @@ class RemoteModel:
     """
 
     sdk: str
+    client_class: str
+    """The SDK's client class, e.g. `OpenAI`."""
     extra: str = ""
     """The optional extra that installs `sdk` (empty when it is a core dependency)."""
     provider: str
@@ -152,9 +154,20 @@ class RemoteModel:
         self.tokens_per_minute = tokens_per_minute
         self.revision = revision
 
+    def client_options(self) -> Mapping[str, Any]:
+        """Further arguments of the SDK client (headers…)."""
+        return {}
+
     def make_client(self, module: Any, api_key: str, http_client: Any) -> Any:
-        """Build the SDK client on `http_client` with `max_retries=0` and `timeout=self.timeout`."""
-        raise NotImplementedError
+        """The SDK client on `http_client`: no retries of its own (the run's policy retries), our timeout."""
+        return getattr(module, self.client_class)(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            http_client=http_client,
+            **self.client_options(),
+        )
 
     def request(self, client: Any, prompt: Prompt) -> Reply:
         """Send one request for `prompt` and read its reply; raise `ValueError` on a malformed response."""

@@ -20,6 +20,7 @@ ResponseMode = Literal["json_schema", "json_object", "none"]
 
 class OpenAIModel(RemoteModel):
     sdk = "openai"
+    client_class = "OpenAI"
     provider = "openai"
 
     def __init__(
@@ -78,15 +79,6 @@ class OpenAIModel(RemoteModel):
             "strict_schema": self.strict_schema,
             "extra_body": self.extra_body,
         }
-
-    def make_client(self, module: Any, api_key: str, http_client: Any) -> Any:
-        return module.OpenAI(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=0,
-            http_client=http_client,
-        )
 
     def response_format(self, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if schema is None or self.response_mode == "none":
