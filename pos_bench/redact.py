@@ -73,16 +73,12 @@ def key_variables(node: Any) -> Iterable[str]:
         if isinstance(node.get("api_key_env"), str):
             yield node["api_key_env"]
         elif "api_key_env" not in node and isinstance(node.get("_target_"), str):
-            yield from _default_key_variable(node["_target_"])
+            yield from _defaults_of(node["_target_"])
         for value in node.values():
             yield from key_variables(value)
     elif isinstance(node, (list, tuple)):
         for value in node:
             yield from key_variables(value)
-
-
-def _default_key_variable(target: str) -> Iterable[str]:
-    return _defaults_of(target)
 
 
 @functools.lru_cache(maxsize=256)

@@ -81,9 +81,10 @@ class Recorded:
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
         self.calls.append((role, reply.usage))
-        served = {"served": reply.served} if reply.served else {}
+        served: dict[str, str] = {}
         if reply.served:
             self.served[reply.served] = None
+            served["served"] = reply.served
         self.transcript.write(
             "call",
             role=role,
