@@ -116,7 +116,7 @@ def parallel_figures(backend: str, args: argparse.Namespace, root: Path) -> dict
         critical = max(r["usage"]["agent"]["calls"] for r in rows) * args.delay
         runs.append({"wall": wall, "critical": critical, "rows": rows, **stub})
     ratios = [r["wall"] / r["critical"] for r in runs]
-    median = runs[sorted(range(len(runs)), key=ratios.__getitem__)[len(runs) // 2]]
+    median = sorted(runs, key=lambda r: r["wall"] / r["critical"])[len(runs) // 2]
     return {
         **placement(backend, args),
         "episodes": len(median["rows"]),
