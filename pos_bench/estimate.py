@@ -1,0 +1,336 @@
+"""`python -m pos_bench.estimate <overrides>`: what a run or a sweep will cost, before it calls a model.
+
+For every combination the overrides (and an experiment's `hydra.sweeper.params`) name, it prints the episodes,
+the expected model calls and tokens per episode per role, the hours at the run's concurrency and the cost at the
+configured (or given) prices. No model is called and no network is used.
+
+Where the figures come from, per (benchmark, method), in this order:
+- `recorded`: finished episodes of the same benchmark and method under `results_root` (any model): their mean
+  calls and tokens per role, and their seconds per call;
+- `structure`: the method played with the scripted model on the toy household (no engine, no network) for
+  `--probe-turns` turns gives its calls per turn per role, multiplied by the benchmark's turn budget (an upper
+  bound: episodes that end early cost less); tokens per call come from a recorded run of the same benchmark with
+  another method when there is one, else from the probe (toy prompts are short: a lower bound, marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+DEFAULT_SECONDS_PER_CALL = 5.0
+"""Assumed seconds per remote call when no recorded run says otherwise (a served 8–70B model at T=0)."""
+
+
+@dataclass(frozen=True)
+class RoleCost:
+    """Expected calls and tokens of one role in one episode."""
+
+    calls: float
+    input_tokens: float
+    output_tokens: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one episode of a method on a benchmark costs, and where the figures came from."""
+
+    roles: dict[str, RoleCost]
+    source: str
+    seconds_per_call: float | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    choices: dict[str, str]
+    episodes: int
+    episodes_source: str
+    profile: Profile
+    concurrency: int
+    seconds_per_call: float
+    prices: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> float:
+        return self.episodes * sum(r.calls for r in self.profile.roles.values())
+
+    @property
+    def tokens(self) -> tuple[float, float]:
+        roles = self.profile.roles.values()
+        return (
+            self.episodes * sum(r.input_tokens for r in roles),
+            self.episodes * sum(r.output_tokens for r in roles),
+        )
+
+    @property
+    def hours(self) -> float:
+        return self.calls * self.seconds_per_call / self.concurrency / 3600
+
+    @property
+    def cost(self) -> float | None:
+        if not self.prices:
+            return None
+        total = 0.0
+        for role, cost in self.profile.roles.items():
+            price = self.prices.get(role) or self.prices.get("default")
+            if not price:
+                return None
+            total += cost.input_tokens * float(price.get("input_per_mtok", 0)) / 1e6
+            total += cost.output_tokens * float(price.get("output_per_mtok", 0)) / 1e6
+        return total * self.episodes
+
+
+def combinations(overrides: Sequence[str]) -> Iterator[list[str]]:
+    """Expand sweep overrides (`method=raw,pos`) and an experiment's `hydra.sweeper.params` into plain override
+    lists, the way Hydra's basic sweeper would (command-line values win over the experiment's)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    fixed, swept = [], {}
+    for override in parser.parse_overrides(list(overrides)):
+        if override.is_sweep_override():
+            swept[override.get_key_element()] = list(override.sweep_string_iterator())
+        else:
+            fixed.append(override.input_line)
+    params = compose(fixed, hydra=True).hydra.sweeper.get("params") or {}
+    for key, value in params.items():
+        if key not in swept and not any(line.split("=", 1)[0].lstrip("+~") == key for line in fixed):
+            (parsed,) = parser.parse_overrides([f"{key}={value}"])
+            swept[key] = list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else [value]
+    keys = list(swept)
+    for values in itertools.product(*(swept[k] for k in keys)):
+        yield fixed + [f"{k}={v}" for k, v in zip(keys, values)]
+
+
+def compose(overrides: Sequence[str], *, hydra: bool = False) -> Any:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def choices_of(cfg: Any) -> dict[str, str]:
+    picked = cfg.hydra.runtime.choices
+    return {group: str(picked.get(group)) for group in ("bench", "method", "model")}
+
+
+def paper_cases(bench: str) -> int | None:
+    """The paper's case count for `bench` (SPEC `paper_results.csv` in the shared folder), if it is there."""
+    shared = os.environ.get("POS_BENCH_SHARED")
+    table = (Path(shared) if shared else REPO.parent / "shared") / "spec" / "paper_results.csv"
+    if not table.exists():
+        return None
+    with table.open(encoding="utf-8") as handle:
+        counts = {int(row["n_cases"]) for row in csv.DictReader(handle) if row["benchmark"] == bench}
+    return max(counts) if counts else None
+
+
+def count_episodes(bench_node: Any, bench: str) -> tuple[int, str]:
+    """The tasks the benchmark would play (its `limit` applied); the paper's count when its data is absent."""
+    from hydra.utils import instantiate
+
+    try:
+        return len(instantiate(bench_node, _convert_="all").tasks()), "data"
+    except Exception as error:  # noqa: BLE001 - any loader failure means "data absent here"; said in the table
+        cases = paper_cases(bench)
+        if cases is None:
+            raise SystemExit(
+                f"estimate: {bench}'s tasks cannot be listed ({error}) and the paper gives no count"
+            )
+        limit = bench_node.get("limit")
+        return (min(cases, int(limit)) if limit else cases), f"paper (data absent: {type(error).__name__})"
+
+
+def recorded_rows(results_root: Path, bench: str, method: str | None) -> list[dict[str, Any]]:
+    """Finished episodes of `bench` (and `method`, if given) under a results root, any model and run."""
+    pattern = f"{bench}/{method or '*'}/*/*/results.jsonl"
+    rows = []
+    for path in sorted(results_root.glob(pattern)):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and row.get("status") == "done" and row.get("usage"):
+                rows.append(row)
+    return rows
+
+
+def mean_roles(rows: Sequence[dict[str, Any]]) -> dict[str, RoleCost]:
+    roles = sorted({role for row in rows for role in row["usage"]})
+    out = {}
+    for role in roles:
+        used = [row["usage"].get(role, {}) for row in rows]
+        out[role] = RoleCost(
+            calls=statistics.fmean(u.get("calls", 0) for u in used),
+            input_tokens=statistics.fmean(u.get("input_tokens", 0) for u in used),
+            output_tokens=statistics.fmean(u.get("output_tokens", 0) for u in used),
+        )
+    return out
+
+
+def seconds_per_call(rows: Sequence[dict[str, Any]]) -> float | None:
+    calls = sum(sum(u.get("calls", 0) for u in row["usage"].values()) for row in rows)
+    seconds = sum(float(row.get("seconds") or 0) for row in rows)
+    return seconds / calls if calls and seconds else None
+
+
+def probe(method: str, turns: int) -> dict[str, RoleCost]:
+    """Calls and tokens per policy turn per role of `method`, played by the scripted model on the toy household."""
+    from omegaconf import OmegaConf
+
+    from pos_bench.runner import run
+
+    with tempfile.TemporaryDirectory(prefix="pos_bench-estimate-") as tmp:
+        overrides = [
+            "bench=toy",
+            f"method={method}",
+            "model=scripted",
+            "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}",
+            "bench.limit=1",
+            f"bench.max_turns={turns}",
+            f"results_root={tmp}",
+            "runner.progress=false",
+            "runner.backend=threading",
+            "cache.mode=off",
+        ]
+        cfg = OmegaConf.to_container(compose(overrides), resolve=True)
+        run(cfg, Path(tmp), {"bench": "toy", "method": method, "label": "test"})
+        rows = [json.loads(line) for line in (Path(tmp) / "results.jsonl").read_text().splitlines()]
+    turns_played = sum(max(int(row.get("turns") or 0), 1) for row in rows)
+    per_turn = mean_roles([{**row, "usage": row.get("usage") or {}} for row in rows])
+    scale = len(rows) / turns_played
+    return {
+        role: RoleCost(c.calls * scale, c.input_tokens * scale, c.output_tokens * scale)
+        for role, c in per_turn.items()
+    }
+
+
+def profile_for(bench: str, method: str, max_turns: int, results_root: Path, probe_turns: int) -> Profile:
+    rows = recorded_rows(results_root, bench, method)
+    if rows:
+        return Profile(mean_roles(rows), f"recorded ({len(rows)} episodes)", seconds_per_call(rows))
+    per_turn = probe(method, probe_turns)
+    others = recorded_rows(results_root, bench, None)
+    tokens_note = "toy tokens: a lower bound"
+    per_call: dict[str, tuple[float, float]] = {}
+    if others:
+        for role, cost in mean_roles(others).items():
+            if cost.calls:
+                per_call[role] = (cost.input_tokens / cost.calls, cost.output_tokens / cost.calls)
+        tokens_note = f"tokens per call from {len(others)} recorded {bench} episodes"
+    roles = {}
+    for role, cost in per_turn.items():
+        calls = cost.calls * max_turns
+        if role in per_call or "agent" in per_call:
+            tin, tout = per_call.get(role, per_call.get("agent"))
+        else:
+            tin, tout = (
+                (cost.input_tokens / cost.calls, cost.output_tokens / cost.calls) if cost.calls else (0, 0)
+            )
+        roles[role] = RoleCost(calls, calls * tin, calls * tout)
+    return Profile(roles, f"structure (≤ {max_turns} turns; {tokens_note})")
+
+
+def concurrency_of(cfg: Any, given: int | None) -> int:
+    if given:
+        return given
+    jobs = int(cfg.runner.get("n_jobs") or 1)
+    cap = cfg.model.get("max_concurrency")
+    return max(1, min(jobs, int(cap)) if cap else jobs)
+
+
+def estimate(overrides: Sequence[str], args: argparse.Namespace) -> list[Estimate]:
+    from omegaconf import OmegaConf
+
+    out, profiles, counts = [], {}, {}
+    for combo in combinations(overrides):
+        cfg = compose(combo, hydra=True)
+        picked = choices_of(cfg)
+        bench_key = json.dumps(OmegaConf.to_container(cfg.bench, resolve=True), sort_keys=True, default=str)
+        if bench_key not in counts:
+            counts[bench_key] = count_episodes(cfg.bench, picked["bench"])
+        episodes, source = counts[bench_key]
+        root = Path(args.results or cfg.results_root)
+        key = (picked["bench"], picked["method"])
+        if key not in profiles:
+            profiles[key] = profile_for(*key, int(cfg.bench.max_turns), root, args.probe_turns)
+        profile = profiles[key]
+        prices = OmegaConf.to_container(cfg.prices, resolve=True) or {}
+        if args.input_per_mtok is not None or args.output_per_mtok is not None:
+            prices = {
+                "default": {
+                    "input_per_mtok": args.input_per_mtok or 0,
+                    "output_per_mtok": args.output_per_mtok or 0,
+                }
+            }
+        spc = args.seconds_per_call or profile.seconds_per_call or DEFAULT_SECONDS_PER_CALL
+        out.append(
+            Estimate(picked, episodes, source, profile, concurrency_of(cfg, args.concurrency), spc, prices)
+        )
+    return out
+
+
+def format_estimates(estimates: Sequence[Estimate]) -> str:
+    head = f"{'bench':<10} {'method':<22} {'model':<10} {'eps':>5} {'calls/ep':>9} {'Mtok in':>9} {'Mtok out':>9} {'hours':>8} {'cost':>10}  source"
+    lines = [head, "-" * len(head)]
+    for e in estimates:
+        tin, tout = e.tokens
+        per_episode = sum(r.calls for r in e.profile.roles.values())
+        cost = "-" if e.cost is None else f"{e.cost:,.2f}"
+        lines.append(
+            f"{e.choices['bench']:<10} {e.choices['method']:<22} {e.choices['model']:<10} {e.episodes:>5} "
+            f"{per_episode:>9.1f} {tin / 1e6:>9.2f} {tout / 1e6:>9.2f} {e.hours:>8.1f} {cost:>10}  "
+            f"{e.profile.source}; episodes: {e.episodes_source}; {e.seconds_per_call:g} s/call × "
+            f"{e.concurrency} in flight"
+        )
+        roles = ", ".join(
+            f"{role} {c.calls:.1f} calls/{c.input_tokens / 1e3:.1f}k in/{c.output_tokens / 1e3:.1f}k out"
+            for role, c in e.profile.roles.items()
+        )
+        lines.append(f"{'':<10} per episode: {roles}")
+    total_hours = sum(e.hours for e in estimates)
+    costs = [e.cost for e in estimates]
+    total_cost = "-" if any(c is None for c in costs) else f"{sum(costs):,.2f}"
+    lines.append(
+        f"total: {len(estimates)} runs, {sum(e.calls for e in estimates):,.0f} calls, "
+        f"{total_hours:,.1f} hours (runs one after another), cost {total_cost}"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pos_bench.estimate", description=__doc__.split("\n")[0])
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, sweeps included (method=raw,pos)")
+    parser.add_argument(
+        "--seconds-per-call", type=float, help=f"default: recorded, else {DEFAULT_SECONDS_PER_CALL}"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, help="calls in flight (default: min(n_jobs, max_concurrency))"
+    )
+    parser.add_argument(
+        "--results", help="results root with recorded runs (default: the config's results_root)"
+    )
+    parser.add_argument("--input-per-mtok", type=float, help="price per million input tokens (all roles)")
+    parser.add_argument("--output-per-mtok", type=float, help="price per million output tokens (all roles)")
+    parser.add_argument("--probe-turns", type=int, default=6, help="turns of the structural probe on toy")
+    args = parser.parse_args(argv)
+    print(format_estimates(estimate(args.overrides, args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""`python -m pos_bench.estimate`: sweeps expanded as Hydra would, figures from recorded runs or the method's
+structure, the paper's count when data is absent, no model called."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from pos_bench.estimate import combinations, estimate, format_estimates, main
+from pos_bench.runner import run
+from tests.conftest import REPO
+
+SCHEMA_REPLIES = "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}"
+
+
+def options(**given) -> argparse.Namespace:
+    base = dict(
+        seconds_per_call=None,
+        concurrency=None,
+        results=None,
+        input_per_mtok=None,
+        output_per_mtok=None,
+        probe_turns=4,
+    )
+    return argparse.Namespace(**{**base, **given})
+
+
+def test_an_experiments_sweep_is_expanded_and_the_command_line_wins():
+    combos = list(combinations(["+experiment=table1_alfworld", "model=vllm"]))
+    methods = {next(o for o in c if o.startswith("method=")) for c in combos}
+    assert len(combos) == 8 and len(methods) == 8
+    assert all("model=vllm" in c for c in combos)
+    assert len(list(combinations(["+experiment=table1_alfworld"]))) == 24  # 8 methods × 3 backbones
+    assert len(list(combinations(["bench=toy", "method=raw,pos"]))) == 2
+
+
+def record_toy_run(root, method: str, episodes: int) -> list[dict]:
+    folder = root / "toy" / method / "scripted" / "run-1"
+    overrides = [
+        "bench=toy",
+        f"method={method}",
+        "model=scripted",
+        SCHEMA_REPLIES,
+        f"bench.limit={episodes}",
+        "bench.max_turns=4",
+        f"results_root={root}",
+        "runner.progress=false",
+        "runner.backend=threading",
+        "cache.mode=off",
+    ]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    run(
+        OmegaConf.to_container(cfg, resolve=True), folder, {"bench": "toy", "method": method, "label": "test"}
+    )
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_recorded_run_gives_the_calls_per_episode(tmp_path):
+    rows = record_toy_run(tmp_path, "pos", 2)
+    recorded_calls = sum(sum(u["calls"] for u in r["usage"].values()) for r in rows) / len(rows)
+    (est,) = estimate(
+        ["bench=toy", "method=pos", "model=vllm", "bench.limit=3"], options(results=str(tmp_path))
+    )
+    calls = sum(r.calls for r in est.profile.roles.values())
+    assert est.profile.source.startswith("recorded (2 episodes)")
+    assert abs(calls - recorded_calls) <= 0.25 * recorded_calls
+    assert est.episodes == 3 and est.calls == 3 * calls
+
+
+def test_without_a_recorded_run_the_structure_bounds_a_real_run(tmp_path):
+    (est,) = estimate(
+        ["bench=toy", "method=pos", "model=vllm", "bench.max_turns=4", "bench.limit=2"],
+        options(results=str(tmp_path / "none"), probe_turns=4),
+    )
+    rows = record_toy_run(tmp_path, "pos", 2)
+    real = sum(sum(u["calls"] for u in r["usage"].values()) for r in rows) / len(rows)
+    structural = sum(r.calls for r in est.profile.roles.values())
+    assert est.profile.source.startswith("structure")
+    assert real <= structural * 1.25 and structural <= real * 1.25
+    assert {"agent", "belief"} <= set(est.profile.roles)
+
+
+def test_hours_and_cost_follow_the_given_concurrency_and_prices(tmp_path):
+    record_toy_run(tmp_path, "raw", 1)
+    (est,) = estimate(
+        ["bench=toy", "method=raw", "model=vllm", "bench.limit=4"],
+        options(
+            results=str(tmp_path),
+            seconds_per_call=2.0,
+            concurrency=4,
+            input_per_mtok=1.0,
+            output_per_mtok=3.0,
+        ),
+    )
+    tin, tout = est.tokens
+    assert est.hours == est.calls * 2.0 / 4 / 3600
+    assert abs(est.cost - (tin * 1.0 + tout * 3.0) / 1e6) < 1e-9
+    assert "cost" in format_estimates([est])
+
+
+def test_a_benchmark_without_its_data_is_counted_from_the_paper(shared, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("POS_BENCH_SHARED", str(shared))
+    monkeypatch.delenv("LOCA_BENCH_ROOT", raising=False)
+    (est,) = estimate(["bench=loca", "method=raw", "model=vllm"], options(results=str(tmp_path)))
+    assert est.episodes == 525 and est.episodes_source.startswith("paper")
+    assert main(["bench=loca", "method=raw", "model=vllm", "--results", str(tmp_path)]) == 0
+    assert "loca" in capsys.readouterr().out
