@@ -17,14 +17,14 @@ SCHEMA_REPLIES = "+model.default={_target_:pos_bench.models.scripted.schema_repl
 
 
 def options(**given) -> argparse.Namespace:
-    base = dict(
-        seconds_per_call=None,
-        concurrency=None,
-        results=None,
-        input_per_mtok=None,
-        output_per_mtok=None,
-        probe_turns=4,
-    )
+    base = {
+        "seconds_per_call": None,
+        "concurrency": None,
+        "results": None,
+        "input_per_mtok": None,
+        "output_per_mtok": None,
+        "probe_turns": 4,
+    }
     return argparse.Namespace(**{**base, **given})
 
 
