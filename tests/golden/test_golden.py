@@ -43,7 +43,7 @@ METHODS = (
 )
 BENCHES = {"toy": ["bench.n_tasks=1"], "rca_synthetic": ["bench.n_synthetic=1"]}
 TURNS = 3
-OVERRIDES = {"pace": ["method.encoder._target_=baselines.pace_encoder.HashingEncoder"]}
+OVERRIDES = {"pace": ["method.encoder._target_=baselines.pace.encoder.HashingEncoder"]}
 """PACE's embedded encoder is swapped for the hashing one: llama.cpp embeddings may differ in low-order bits
 between machines, a golden transcript must not."""
 RECORD = "uv run --all-extras pytest tests/golden --update-golden"

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
-from baselines.pace_encoder import Encoder, MiniLMEncoder
+from baselines.pace.encoder import Encoder, MiniLMEncoder
 from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation

@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from baselines.passport_protocol import AUDITOR_SYSTEM, Constraint, constraint_text, protocol_text
-from baselines.passport_records import (
+from baselines.passport.protocol import AUDITOR_SYSTEM, Constraint, constraint_text, protocol_text
+from baselines.passport.records import (
     ActiveGap,
     Finding,
     Passport,

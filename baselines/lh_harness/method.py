@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from baselines.lh_harness_records import (
+from baselines.lh_harness.records import (
     AUDITOR_SYSTEM,
     CONTRACT_RULES,
     DONE_NOTE,

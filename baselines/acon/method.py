@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baselines.acon_guidelines import (
+from baselines.acon.guidelines import (
     COMPRESSOR_SYSTEM,
     DOMAINS,
     GUIDELINES,
