@@ -212,7 +212,8 @@ def policy_prompt(
 ) -> Prompt:
     """Assemble a policy prompt: the benchmark's system prompt, the method's memory sections in order,
     the available actions and the shared closing request (one action, or up to the benchmark's
-    `max_actions_per_turn`). A method's own `schema` must be built with the same `max_actions`."""
+    `max_actions_per_turn`). A method's own `schema` must be built with the same `max_actions`; `max_tokens`
+    defaults to the benchmark's policy reply budget (`brief.policy_max_tokens`)."""
     n = brief.max_actions_per_turn
     parts = [s for s in sections if s]
     parts.append(render_actions(obs, meta_actions))
@@ -222,7 +223,7 @@ def policy_prompt(
         schema=schema
         if schema is not None
         else decision_schema(obs, meta_actions=meta_actions, max_actions=n),
-        max_tokens=max_tokens,
+        max_tokens=brief.policy_max_tokens if max_tokens is None else max_tokens,
         meta_actions=tuple(meta_actions),
         max_json_retries=max_json_retries,
     )

@@ -23,11 +23,10 @@ from baselines.acon.guidelines import (
     history_guideline,
     observation_guideline,
 )
-from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,6 @@ class Acon(MethodBase):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.config.max_json_retries,
         )
 

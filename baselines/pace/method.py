@@ -20,12 +20,11 @@ from pydantic import BaseModel, ConfigDict
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
 from baselines.pace.encoder import Encoder, MiniLMEncoder
-from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 GRANULARITIES = ("full", "detailed", "brief", "placeholder")
 

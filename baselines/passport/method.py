@@ -26,11 +26,10 @@ from baselines.passport.records import (
     read_reply,
     rule_check,
 )
-from baselines.raw import action_json
 from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 MAX_JSON_RETRIES = 2
 """Policy repairs, as for every non-PoS baseline (SPEC-BASE §2.1)."""
