@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
-from baselines.raw import action_json
 from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 INSTRUCTIONS = (
     "Work through subgoals. A subgoal is one line naming a milestone on the way to the task. Put it in the "

@@ -71,7 +71,6 @@ def memory_prompt(
         shown,
         sections,
         meta_actions=listed,
-        max_tokens=brief.policy_max_tokens,
         max_json_retries=max_json_retries,
         schema=schema,
     )

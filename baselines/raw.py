@@ -9,13 +9,7 @@ from typing import Any
 
 from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
-from pos_bench.types import Brief, Observation, Prompt, Step, Task, ToolCall
-
-
-def action_json(action: Any) -> Any:
-    return (
-        {"name": action.name, "arguments": dict(action.arguments)} if isinstance(action, ToolCall) else action
-    )
+from pos_bench.types import Brief, Observation, Prompt, Step, Task, action_json
 
 
 class RawHistory(MethodBase):
@@ -41,7 +35,6 @@ class RawHistory(MethodBase):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.max_json_retries,
         )
 

@@ -71,7 +71,6 @@ class ReflAct(RawHistory):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.max_json_retries,
             schema=schema,
         )

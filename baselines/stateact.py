@@ -109,7 +109,6 @@ class StateAct(MethodBase):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.max_json_retries,
             schema=self._schema(obs),
         )

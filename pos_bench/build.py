@@ -7,6 +7,9 @@ calls cost the client. Here the target is resolved once into a `functools.partia
 it with a fresh deep copy of the arguments, so every episode still gets objects of its own and no
 constructor can change the arguments another episode sees.
 
+Measured by `scripts/bench_shortcuts.py`: ~2 ms of CPU saved per build (0.016 vs 2.16 ms, under load), so
+~6 ms per episode; it matters for the scripted and loopback runs that measure the harness, not at real endpoints.
+
 A node with another `_target_` inside it (PACE's encoder) is instantiated by Hydra every time, as before:
 reusing it would share the inner object between episodes.
 """
@@ -27,7 +30,7 @@ def build(node: Mapping[str, Any]) -> Any:
     canonical = _canonical(node)
     if canonical is None:
         return instantiate(node, _convert_="all")
-    factory = _factory(canonical)
+    factory = _cached_factory(canonical)
     if node.get("_partial_", False):
         return functools.partial(
             factory.func, *copy.deepcopy(factory.args), **copy.deepcopy(factory.keywords)
@@ -54,7 +57,7 @@ def _has_target(value: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _factory(canonical: str) -> functools.partial:
+def _cached_factory(canonical: str) -> functools.partial:
     """The node's target with its arguments bound (Hydra resolves and converts them once)."""
     node = json.loads(canonical)
     factory: Callable[..., Any] = instantiate({**node, "_partial_": True}, _convert_="all")

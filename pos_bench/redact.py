@@ -37,17 +37,13 @@ class Redactor:
         return value
 
     def json_text(self, data: Any, **options: Any) -> str:
-        """`data` as JSON text with every string redacted (`options` go to `json.dumps`).
-
-        JSON escapes character by character, so a secret inside any string of `data` shows in the text as
-        its own escaped form: when none does, the text is written as it is, without walking `data`. Else
-        the strings of the parsed text are redacted, which includes those `default=` made of other values."""
+        """`data` as JSON text with every string redacted (`options` go to `json.dumps`); the text is parsed
+        back first, so strings that `default=` made of other values are redacted too."""
         text = json.dumps(data, **options)
-        escaped = options.get("ensure_ascii", True)
-        if any(json.dumps(s, ensure_ascii=escaped)[1:-1] in text for _, s in self.secrets):
-            options = {k: v for k, v in options.items() if k != "default"}
-            return json.dumps(self.value(json.loads(text)), **options)
-        return text
+        if not self.secrets:
+            return text
+        options = {k: v for k, v in options.items() if k != "default"}
+        return json.dumps(self.value(json.loads(text)), **options)
 
     def value(self, data: Any) -> Any:
         """`data` (JSON-ready: dicts, lists, strings, numbers) with every string redacted."""

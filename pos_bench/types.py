@@ -24,6 +24,13 @@ Action = str | ToolCall
 """A command string (ALFWorld) or a tool call."""
 
 
+def action_json(action: Action | None) -> Any:
+    """An action as memories and prompts show it: the command itself, or a tool call's name and arguments."""
+    return (
+        {"name": action.name, "arguments": dict(action.arguments)} if isinstance(action, ToolCall) else action
+    )
+
+
 @dataclass(frozen=True)
 class Task:
     """One episode to play. `source` locates its data (a game file, a case directory)."""

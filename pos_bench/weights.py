@@ -1,6 +1,6 @@
 """Where the embedded SmolLM2 weights are, and the fingerprint recorded for any weights file.
 
-Shared by the embedded model (`models/local.py`) and the PACE encoder (`baselines/pace_encoder.py`), which
+Shared by the embedded model (`models/local.py`) and the PACE encoder (`baselines/pace/encoder.py`), which
 may not import each other's layer.
 """
 

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/pace_encoder_margin.py [PAIRS_JSON] [--hashing]
 
 PAIRS_JSON holds {"pairs": [{"goal", "step", "relevant"}, ...]} (default: the test fixture
-tests/baselines/pace_relevance_pairs.json). Prints the mean cosine of each kind and their margin for the
+tests/baselines/pace/relevance_pairs.json). Prints the mean cosine of each kind and their margin for the
 default encoder (MiniLM, the `pace` extra) or, with --hashing, the unit tests' hashing encoder.
 Exits 1 when the margin is below 0.15.
 """
@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from baselines.pace_encoder import HashingEncoder, MiniLMEncoder, relevance_margin
+from baselines.pace.encoder import HashingEncoder, MiniLMEncoder, relevance_margin
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "baselines" / "pace_relevance_pairs.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "baselines" / "pace" / "relevance_pairs.json"
 REQUIRED = 0.15
 
 

@@ -318,11 +318,11 @@ def fuzz(
 def fuzz_campaign(examples: int) -> list[Figure]:
     from hypothesis import HealthCheck, given, settings
 
-    from baselines.lh_harness_records import AuditReport as HarnessAudit
-    from baselines.lh_harness_records import ManagerPlan
-    from baselines.pace import ChunkSummary
-    from baselines.passport_records import AuditReport as PassportAudit
-    from baselines.passport_records import Passport
+    from baselines.lh_harness.records import AuditReport as HarnessAudit
+    from baselines.lh_harness.records import ManagerPlan
+    from baselines.pace.method import ChunkSummary
+    from baselines.passport.records import AuditReport as PassportAudit
+    from baselines.passport.records import Passport
     from pos_bench.parse import parse_decision
     from pos_bench.pos.belief import BeliefDelta, BeliefInit
     from pos_bench.pos.sentinel import AuditReply, ProgressReply

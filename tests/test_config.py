@@ -5,6 +5,9 @@ first episode with one sentence saying why the pair is not supported."""
 import functools
 import json
 import os
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -14,7 +17,7 @@ from omegaconf import OmegaConf
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.preflight import ConfigError
-from pos_bench.protocols import Benchmark, Method, Model
+from pos_bench.protocols import Benchmark, ExpertBenchmark, Method, Model
 from pos_bench.runner import run
 from tests.conftest import REPO
 
@@ -49,22 +52,33 @@ def test_every_method_and_model_compose_and_resolve_together(shared):
         assert resolved["method"].get("_partial_") is True
 
 
-NOT_STAGED = {"rca100": "RCA100_DATA", "loca": "LOCA_BENCH_ROOT"}
-"""Benchmarks whose real data ../shared does not hold (restricted labels; a user's LOCA-bench checkout); each must
-say how to get it."""
+ENV_REFERENCE = re.compile(r"\$\{oc\.env:([A-Za-z0-9_]+)")
+
+
+@pytest.fixture
+def staged(shared, monkeypatch) -> None:
+    """Every folder of the staged data as `$<FOLDER>_DATA`, the variable each benchmark config reads it from."""
+    for folder in (shared / "benchmarks").iterdir():
+        if folder.is_dir():
+            monkeypatch.setenv(f"{folder.name.upper()}_DATA", str(folder))
+
+
+def data_not_here(bench: str) -> list[str]:
+    """The environment variables `conf/bench/<bench>.yaml` reads its data location from that are unset here:
+    the benchmark's data is neither staged nor given by the user."""
+    named = ENV_REFERENCE.findall(json.dumps(composed(f"bench={bench}")["bench"]))
+    return [variable for variable in named if not os.environ.get(variable)]
 
 
 @pytest.mark.parametrize("bench", members("bench"))
-def test_every_benchmark_instantiates_with_tasks(bench, shared, monkeypatch):
-    monkeypatch.setenv("ALFWORLD_DATA", str(shared / "benchmarks" / "alfworld"))
-    monkeypatch.setenv("CLINDIAG_DATA", str(shared / "benchmarks" / "clindiag"))
-    for variable in NOT_STAGED.values():
-        monkeypatch.delenv(variable, raising=False)
+def test_every_benchmark_instantiates_with_tasks_or_says_how_to_get_its_data(bench, staged):
     built = benchmark(bench)
     assert isinstance(built, Benchmark) and built.max_turns > 0
-    if bench in NOT_STAGED:
-        with pytest.raises(FileNotFoundError, match=NOT_STAGED[bench]):
+    missing = data_not_here(bench)
+    if missing:
+        with pytest.raises(FileNotFoundError) as absent:
             built.tasks()
+        assert any(variable in str(absent.value) for variable in missing), (missing, str(absent.value))
     else:
         assert len(built.tasks()) > 0
 
@@ -91,18 +105,23 @@ def test_replay_needs_a_recorded_run(tmp_path):
         build_model(OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)).describe()
 
 
-PLANNERS = {"alfworld", "toy"}
-"""Benchmarks with a planner expert of their own (ExpertBenchmark)."""
-TOOL_BENCHES = {"clindiag", "rca100", "rca_synthetic", "loca_mini"}
-"""Benchmarks that act through tool calls, not commands."""
-COMMAND_ONLY = {"stateact", "reflact"}
-
-
-def unsupported(bench: str, method: str) -> bool:
-    """The pairs README lists as unsupported; every other pair must play."""
-    return (method == "expert" and bench not in PLANNERS) or (
-        method in COMMAND_ONLY and bench in TOOL_BENCHES
+def refused(bench: str, method: str) -> bool:
+    """Whether the plug-ins declare `bench` × `method` unsupported: a method that plays the benchmark's expert
+    (`expert: true` in its config) on a benchmark without one (`ExpertBenchmark`), or a method whose
+    `unsupported` names a reason on the benchmark's first observation."""
+    cfg = OmegaConf.to_container(
+        OmegaConf.create(composed(f"bench={bench}", f"method={method}", "model=scripted")), resolve=True
     )
+    built = benchmark(bench)
+    if cfg.get("expert", False):
+        return not isinstance(built, ExpertBenchmark)
+    env = built.make_env(ScriptedModel())
+    try:
+        first = env.reset(built.tasks()[0])
+    finally:
+        env.close()
+    with instantiate(cfg["method"], _convert_="all")(model=ScriptedModel()) as made:
+        return made.unsupported(first) is not None
 
 
 SCHEMA_REPLIES = "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}"
@@ -132,20 +151,17 @@ def play_pair(bench: str, method: str, root, *extra: str) -> list[dict]:
 
 @pytest.mark.parametrize("method", members("method"))
 @pytest.mark.parametrize("bench", members("bench"))
-def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(
-    bench, method, shared, tmp_path, monkeypatch
-):
-    monkeypatch.setenv("ALFWORLD_DATA", str(shared / "benchmarks" / "alfworld"))
-    monkeypatch.setenv("CLINDIAG_DATA", str(shared / "benchmarks" / "clindiag"))
-    if bench in NOT_STAGED and not os.environ.get(NOT_STAGED[bench]):
+def test_every_pair_plays_one_turn_or_refuses_before_the_first_episode(bench, method, staged, tmp_path):
+    missing = data_not_here(bench)
+    if missing:
         with pytest.raises(ConfigError) as stop:
             play_pair(bench, method, tmp_path)
         assert not (tmp_path / "results.jsonl").exists()
-        assert NOT_STAGED[bench] in str(stop.value)
+        assert any(variable in str(stop.value) for variable in missing)
         pytest.skip(
-            f"{bench} data absent (${NOT_STAGED[bench]} unset): checked the run stops before any episode"
+            f"{bench} data absent (${' / $'.join(missing)} unset): checked the run stops before any episode"
         )
-    if unsupported(bench, method):
+    if refused(bench, method):
         with pytest.raises(ConfigError) as refusal:
             play_pair(bench, method, tmp_path)
         sentence = str(refusal.value)
@@ -200,3 +216,48 @@ def test_a_benchmark_brings_its_method_settings_and_the_command_line_wins():
         )
     assert composed("method=pos_no_trapping", "bench=clindiag")["method"]["trapping"]["enabled"] is False
     assert composed("method=pos", "bench=alfworld")["method"]["max_json_retries"] == 1
+
+
+def extends(conf: Path, method: str) -> list[str]:
+    """The method configs `conf/method/<method>.yaml` lists in its defaults (the full method of an ablation)."""
+    node = OmegaConf.load(conf / "method" / f"{method}.yaml")
+    entries = node.get("defaults") or []
+    return [
+        entry.removeprefix("/method/") for entry in entries if isinstance(entry, str) and entry != "_self_"
+    ]
+
+
+def missing_bench_settings(conf: Path = CONF) -> list[str]:
+    """Every `conf/method_bench/<method>/<bench>.yaml` that an ablation of `<method>` (directly or through
+    another ablation) lacks: without it the ablation would play `<bench>` with the full method's defaults."""
+    missing = []
+    for ablation in sorted(p.stem for p in (conf / "method").glob("*.yaml")):
+        parents, seen = extends(conf, ablation), set()
+        while parents:
+            parent = parents.pop()
+            if parent in seen:
+                continue
+            seen.add(parent)
+            parents.extend(extends(conf, parent))
+            for settings in sorted((conf / "method_bench" / parent).glob("*.yaml")):
+                own = conf / "method_bench" / ablation / settings.name
+                if not own.exists():
+                    missing.append(
+                        f"{own.relative_to(conf.parent)} (forwarding to {settings.relative_to(conf.parent)})"
+                    )
+    return missing
+
+
+def test_every_ablation_brings_the_bench_settings_of_the_method_it_extends():
+    missing = missing_bench_settings()
+    assert not missing, "an ablation lacks its full method's bench settings; add: " + "; ".join(missing)
+
+
+def test_a_deleted_forwarder_is_named(tmp_path):
+    """The check above on a copy of conf/ without one PoS ablation forwarder."""
+    copy = tmp_path / "conf"
+    shutil.copytree(CONF, copy)
+    (copy / "method_bench" / "pos_no_trapping" / "clindiag.yaml").unlink()
+    assert missing_bench_settings(copy) == [
+        "conf/method_bench/pos_no_trapping/clindiag.yaml (forwarding to conf/method_bench/pos/clindiag.yaml)"
+    ]

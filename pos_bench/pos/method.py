@@ -27,13 +27,7 @@ from pos_bench.pos.updater import BeliefFailure, Updater
 from pos_bench.pos.view import sections
 from pos_bench.prompting import policy_prompt
 from pos_bench.protocols import MethodBase, Model
-from pos_bench.types import Brief, Observation, Prompt, Step, Task, ToolCall
-
-
-def action_json(action: Any) -> Any:
-    return (
-        {"name": action.name, "arguments": dict(action.arguments)} if isinstance(action, ToolCall) else action
-    )
+from pos_bench.types import Brief, Observation, Prompt, Step, Task, action_json
 
 
 @dataclass
@@ -112,7 +106,6 @@ class Pos(MethodBase):
             self.brief,
             obs,
             parts,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.max_json_retries,
         )
 

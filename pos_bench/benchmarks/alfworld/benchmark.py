@@ -149,7 +149,7 @@ class AlfWorldBenchmark:
     with the split name.
 
     Data: `data_dir`, else `$ALFWORLD_DATA`, `~/.cache/alfworld`, then the staged tarball in
-    `../shared/benchmarks/alfworld/` (see `alfworld_data.find_data_root`).
+    `../shared/benchmarks/alfworld/` (see `alfworld/data.py` `find_data_root`).
 
     `make_expert_env` runs the planner after every step so observations carry `info["plan"]` (what
     `method=expert` follows). Only the expert asks for it: the planner takes up to tens of seconds on some

@@ -28,7 +28,7 @@ NOT_SPECIFIED = "The record does not specify this."
 @dataclass(frozen=True)
 class QueryTool:
     section: str
-    """Record category the answer comes from (a key of `clindiag_data.SECTION_SOURCES`)."""
+    """Record category the answer comes from (a key of `clindiag/data.py` `SECTION_SOURCES`)."""
     scope: str
     example: str
 

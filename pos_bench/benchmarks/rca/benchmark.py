@@ -1,7 +1,7 @@
 """RCA-100 (SPEC-BENCH §4): find the root cause of a microservice incident with nine read-only query tools over
 the case's telemetry, then submit one entity and one fault type; joint accuracy is the metric.
 
-Cases come from the offline synthetic stand-in (default) or the user's copy of the real data set (`rca_data`).
+Cases come from the offline synthetic stand-in (default) or the user's copy of the real data set (`rca/data.py`).
 The answer key is read only inside `score()`; tool arguments never locate files, and any argument that
 mentions the answer key or a path is refused.
 """

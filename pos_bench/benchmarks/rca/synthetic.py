@@ -4,7 +4,7 @@ in the real layout so the same environment code reads either.
 Per case `cases/tNNN/{task.json, topology.json, metrics.parquet, logs.parquet, traces.parquet, events.parquet,
 alerts.parquet}`; at the root `manifest.txt` and `summary.json`; the labels apart in `answer_key/tNNN.gt.json`
 (the §4.2 schema, `raw_ground_truth` holding cause / propagation / impact steps). The shop and the case plan
-come from `rca_shop`, the telemetry from `rca_telemetry`. The same seed writes byte-identical files.
+come from `shop.py`, the telemetry from `telemetry.py`. The same seed writes byte-identical files.
 """
 
 from __future__ import annotations

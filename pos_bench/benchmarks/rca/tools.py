@@ -1,4 +1,4 @@
-"""The nine RCA-100 query tools (SPEC-BENCH §4.4) over one case's telemetry (their specs: `rca_tool_specs`).
+"""The nine RCA-100 query tools (SPEC-BENCH §4.4) over one case's telemetry (their specs: `tool_specs.py`).
 
 Every tool returns a compact JSON string; times are shown in Asia/Shanghai (+08:00) whatever unit or format
 the file stores them in; limits are clamped to [1, max]. Problems the agent can fix (an unknown entity or

@@ -15,7 +15,6 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL
 from pos_bench.benchmarks.loca.catalog import catalog_order, catalog_outline
@@ -234,8 +233,3 @@ def generate(family: str, seed: int, scale: str) -> Case:
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
     return FAMILIES[family].generate(seed, scale)
-
-
-def describe_tools(family: str) -> list[dict[str, Any]]:
-    """The family's tool schemas in catalog order."""
-    return list(catalog_order([t.schema() for t in FAMILIES[family].tools]))

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from baselines.lh_harness_records import (
+from baselines.lh_harness.records import (
     AUDITOR_SYSTEM,
     CONTRACT_RULES,
     DONE_NOTE,
@@ -32,11 +32,10 @@ from baselines.lh_harness_records import (
     clip_tail,
     render_audit,
 )
-from baselines.raw import action_json
 from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 
 class LongHorizonHarness(MethodBase):
@@ -221,7 +220,6 @@ class LongHorizonHarness(MethodBase):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.max_json_retries,
         )
 

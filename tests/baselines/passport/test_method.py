@@ -1,21 +1,21 @@
 import json
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from baselines.passport import SituationPassport
-from baselines.passport_protocol import constraint_text
-from baselines.passport_records import Health, ReplyShape, read_reply
+from baselines.passport.method import SituationPassport
+from baselines.passport.protocol import constraint_text
+from baselines.passport.records import Health, ReplyShape, read_reply
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.transcript import Recorded, Transcript
+from tests.conftest import REPO
 
 BENCH = ToyBenchmark(n_tasks=2)
 TASK = BENCH.tasks()[0]
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = REPO / "conf"
 
 CALM = {"progress": False, "stall": False, "movement": "none", "stuck_on": "none"}
 MOVED = {"progress": True, "stall": False, "movement": "none", "stuck_on": "none"}

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.pace import Pace
-from baselines.pace_encoder import HashingEncoder, MiniLMEncoder, relevance_margin
+from baselines.pace.encoder import HashingEncoder, MiniLMEncoder, relevance_margin
+from baselines.pace.method import Pace
 from pos_bench.models.scripted import ScriptedModel
 
-PAIRS = json.loads((Path(__file__).parent / "pace_relevance_pairs.json").read_text(encoding="utf-8"))["pairs"]
+PAIRS = json.loads((Path(__file__).parent / "relevance_pairs.json").read_text(encoding="utf-8"))["pairs"]
 
 
 @pytest.fixture(scope="module")

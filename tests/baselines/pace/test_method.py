@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from baselines.pace import Pace, granularity, pressure, relative_weights, thresholds
-from baselines.pace_encoder import HashingEncoder
+from baselines.pace.encoder import HashingEncoder
+from baselines.pace.method import Pace, granularity, pressure, relative_weights, thresholds
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel

@@ -19,13 +19,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
-from baselines.pace_encoder import Encoder, MiniLMEncoder
-from baselines.raw import action_json
+from baselines.pace.encoder import Encoder, MiniLMEncoder
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 GRANULARITIES = ("full", "detailed", "brief", "placeholder")
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baselines.passport_records import Health, ReplyShape
+from baselines.passport.records import Health, ReplyShape
 
 MOVEMENT_RULE = {
     "frozen": "Frozen: the world did not change, so do not repeat the action that left it unchanged{actions}.",

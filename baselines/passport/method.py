@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from baselines.passport_protocol import AUDITOR_SYSTEM, Constraint, constraint_text, protocol_text
-from baselines.passport_records import (
+from baselines.passport.protocol import AUDITOR_SYSTEM, Constraint, constraint_text, protocol_text
+from baselines.passport.records import (
     ActiveGap,
     Finding,
     Passport,
@@ -26,11 +26,10 @@ from baselines.passport_records import (
     read_reply,
     rule_check,
 )
-from baselines.raw import action_json
 from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 MAX_JSON_RETRIES = 2
 """Policy repairs, as for every non-PoS baseline (SPEC-BASE §2.1)."""

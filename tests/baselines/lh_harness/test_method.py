@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from baselines.lh_harness import DONE_NOTE, LongHorizonHarness
+from baselines.lh_harness.method import DONE_NOTE, LongHorizonHarness
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from baselines.acon import Acon, after_heading
+from baselines.acon.method import Acon, after_heading
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel

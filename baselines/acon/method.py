@@ -16,18 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baselines.acon_guidelines import (
+from baselines.acon.guidelines import (
     COMPRESSOR_SYSTEM,
     DOMAINS,
     GUIDELINES,
     history_guideline,
     observation_guideline,
 )
-from baselines.raw import action_json
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
-from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task
+from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,6 @@ class Acon(MethodBase):
             self.brief,
             obs,
             sections,
-            max_tokens=self.brief.policy_max_tokens,
             max_json_retries=self.config.max_json_retries,
         )
 
