@@ -27,8 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from pos_bench.context_load import POLICY_ROLE, context_load
-from pos_bench.summary import BENCHMARK_ROLE_PREFIX, role_cost
+from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
 from pos_bench.types import usage_from_json
 
 PAPER_BENCHMARKS = ("alfworld", "loca", "rca100", "clindiag")

@@ -3,14 +3,19 @@
 import json
 import shutil
 
-from pos_bench.identity import run_identity
 from pos_bench.models.roles import build_model
 from pos_bench.runner import run
+from pos_bench.runner.identity import run_identity
 from tests.conftest import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "run_before_22"
 COMMAND = {
-    "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": 2, "limit": None, "max_turns": 2},
+    "bench": {
+        "_target_": "pos_bench.benchmarks.toy.ToyBenchmark",
+        "n_tasks": 2,
+        "limit": None,
+        "max_turns": 2,
+    },
     "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
     "model": {
         "_target_": "pos_bench.models.scripted.ScriptedModel",

@@ -8,7 +8,7 @@ from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
 from pos_bench.benchmarks.clindiag.scoring import SUBMIT, exposure, grade, submission_of
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
-from pos_bench.summary import summarize
+from pos_bench.runner.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, ToolCall
 

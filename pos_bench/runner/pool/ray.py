@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pos_bench.backends import Placement, Pool, Shared, threads_per_worker
 from pos_bench.models.budget import Endpoint, LocalBudget
 from pos_bench.models.cache import ResponseStore
+from pos_bench.runner.pool.contract import Placement, Pool, Shared, threads_per_worker
 from pos_bench.types import EpisodeResult, Reply, Task
 
 # Workers run the driver's interpreter and installed environment (the same on every node), not one `uv run`

@@ -19,6 +19,7 @@ from typing import Any
 from joblib.externals.loky import ProcessPoolExecutor
 from joblib.externals.loky.process_executor import BrokenProcessPool
 
+from pos_bench.runner.pool.contract import Placement, Pool, Shared
 from pos_bench.types import EpisodeResult, Task
 
 Work = Callable[[Task], EpisodeResult]
@@ -115,3 +116,12 @@ def play_all(
     finally:
         for slot in slots:
             slot.close()
+
+
+class SlotPool(Pool):
+    def __init__(self, placement: Placement, shared: Shared):
+        self.placement = placement
+        self.shared = shared
+
+    def map_unordered(self, play, tasks, *, tick=None):
+        return play_all(play, tasks, n_jobs=self.placement.n_jobs, backend=self.placement.backend, tick=tick)

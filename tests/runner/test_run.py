@@ -11,11 +11,11 @@ import weakref
 import pytest
 from filelock import FileLock
 
-from pos_bench.identity import RunMismatch
-from pos_bench.preflight import ConfigError
 from pos_bench.protocols import MethodBase
-from pos_bench.results import ResultsError, ResultsFile
-from pos_bench.runner import RunLocked, older_objects_frozen, run
+from pos_bench.runner import RunLocked, run, shorter_gc_pauses
+from pos_bench.runner.identity import RunMismatch
+from pos_bench.runner.preflight import ConfigError
+from pos_bench.runner.results import ResultsError, ResultsFile
 from tests.conftest import REPO
 
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
@@ -119,7 +119,7 @@ class ExplodesOnTask1(MethodBase):
 
 
 def test_an_exception_fails_one_episode_and_is_played_again_on_rerun(tmp_path, monkeypatch):
-    method = {"_target_": "tests.test_runner.ExplodesOnTask1", "_partial_": True}
+    method = {"_target_": "tests.runner.test_run.ExplodesOnTask1", "_partial_": True}
     summary = run(config(method, n_tasks=3), tmp_path, {})
     assert (summary.episodes, summary.errors, summary.successes) == (3, 1, 2)
     error = next(r for r in lines(tmp_path / "results.jsonl") if r["status"] == "error")
@@ -149,7 +149,7 @@ class DiesOnTask1(ExplodesOnTask1):
 @pytest.mark.parametrize("death", ["kill", "segv"])
 def test_a_dead_worker_costs_only_its_episode(tmp_path, monkeypatch, death):
     monkeypatch.setenv("POS_BENCH_TEST_DEATH", death)
-    method = {"_target_": "tests.test_runner.DiesOnTask1", "_partial_": True}
+    method = {"_target_": "tests.runner.test_run.DiesOnTask1", "_partial_": True}
     summary = run(config(method, n_tasks=5, n_jobs=2, backend="loky"), tmp_path, {})
     rows = {r["task_id"]: r for r in lines(tmp_path / "results.jsonl")}
     assert len(rows) == 5 and summary.errors == 1 and summary.successes == 4
@@ -167,7 +167,7 @@ class UnwritableReport(ExplodesOnTask1):
 
 
 def test_a_report_json_cannot_hold_is_still_written(tmp_path):
-    method = {"_target_": "tests.test_runner.UnwritableReport", "_partial_": True}
+    method = {"_target_": "tests.runner.test_run.UnwritableReport", "_partial_": True}
     summary = run(config(method, n_tasks=2, n_jobs=2, backend="loky"), tmp_path, {})
     assert summary.errors == 0 and summary.successes == 2
     report = json.loads((tmp_path / "episodes" / "toy__000" / "result.json").read_text())["report"]
@@ -187,7 +187,7 @@ class FailsAtTheEnd(ExplodesOnTask1):
 
 
 def test_terminal_phase_failures_keep_the_outcome_and_record_the_phase(tmp_path):
-    method = {"_target_": "tests.test_runner.FailsAtTheEnd", "_partial_": True}
+    method = {"_target_": "tests.runner.test_run.FailsAtTheEnd", "_partial_": True}
     summary = run(config(method, n_tasks=1), tmp_path, {})
     (row,) = lines(tmp_path / "results.jsonl")
     assert row["status"] == "done" and row["success"] is True and summary.successes == 1
@@ -384,7 +384,7 @@ def test_unreadable_replies_error_the_episode_or_spend_turns_as_configured(tmp_p
 
 
 def test_peak_and_dependency_per_episode_and_in_the_summary_table(tmp_path):
-    from pos_bench.summary import format_table
+    from pos_bench.runner.summary import format_table
 
     summary = run(config(method=RAW, n_tasks=2, progress=False), tmp_path, {"bench": "toy"})
     rows = lines(tmp_path / "results.jsonl")
@@ -399,7 +399,7 @@ def test_peak_and_dependency_per_episode_and_in_the_summary_table(tmp_path):
 
 
 def test_a_bad_retry_policy_stops_the_run_before_any_episode(tmp_path):
-    from pos_bench.preflight import ConfigError
+    from pos_bench.runner.preflight import ConfigError
 
     with pytest.raises(ConfigError, match="on_json_exhausted"):
         run(rca_config("{}", on_json_exhausted="retry_forever"), tmp_path, {})
@@ -414,7 +414,7 @@ class _Node:
 def test_while_episodes_run_older_objects_are_frozen_and_new_garbage_is_still_collected():
     gc.collect()
     before = gc.get_freeze_count()
-    with older_objects_frozen():
+    with shorter_gc_pauses():
         assert gc.get_freeze_count() > before
         made = _Node()
         gone = weakref.ref(made)
@@ -428,7 +428,7 @@ def test_a_process_that_froze_objects_itself_keeps_them_frozen():
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
-        with older_objects_frozen():
+        with shorter_gc_pauses():
             pass
         assert gc.get_freeze_count() == frozen
     finally:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pos_bench.backends import Placement
 from pos_bench.runner import run
+from pos_bench.runner.pool import Placement
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
 KEY = "sk-backends-test-key-41"

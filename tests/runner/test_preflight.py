@@ -2,9 +2,9 @@
 
 from pos_bench.models.cache import CacheConfig
 from pos_bench.models.retry import RetryPolicy
-from pos_bench.preflight import config_problems
 from pos_bench.runner import RunnerConfig
-from pos_bench.summary import Price
+from pos_bench.runner.preflight import config_problems
+from pos_bench.runner.summary import Price
 
 RECORDS = {"runner": RunnerConfig, "retry": RetryPolicy, "cache": CacheConfig, "prices": Price}
 TOY = {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark"}

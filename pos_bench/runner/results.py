@@ -1,18 +1,23 @@
 """A run's `results.jsonl`: one compact row per episode (`types.result_row`), appended by the one process that
 holds the run folder's lock. Read back strictly: a bad line or a task listed twice stops the run with a message
-naming the file and the fix; only the torn last line a killed run leaves is dropped, with a warning."""
+naming the file and the fix; only the torn last line a killed run leaves is dropped, with a warning. The run
+folder's lock keeps a second process from writing the same file."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from pos_bench.redact import NO_SECRETS, Redactor
+from pos_bench.runner.episode import error_result
 from pos_bench.transcript import dumps
-from pos_bench.types import EpisodeResult, result_from_json, result_row
+from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
 
 
 class ResultsError(RuntimeError):
@@ -93,3 +98,42 @@ class ResultsFile:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
+
+
+class RunLocked(RuntimeError):
+    """Another process is writing the same run folder."""
+
+
+@contextmanager
+def writer_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock: a second process on the same folder is refused, never a second writer."""
+    owner = run_dir / ".writer"
+    lock = FileLock(run_dir / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = owner.read_text().strip() if owner.is_file() else "unknown"
+        raise RunLocked(
+            f"another pos_bench process ({holder}) is writing {run_dir}; nothing was run. Wait for it to finish "
+            "(then rerun this command to resume) or stop it."
+        ) from None
+    try:
+        owner.write_text(f"pid {os.getpid()}")
+        yield
+    finally:
+        lock.release()
+
+
+def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
+    if retry_errors:
+        results.drop_errors()
+    finished = {r.task_id for r in results.read()}
+    return [t for t in tasks if t.id not in finished]
+
+
+def record(results: ResultsFile, result: EpisodeResult) -> None:
+    """Append `result`; a result that cannot be written becomes an `error` row, so the run goes on."""
+    try:
+        results.append(result)
+    except (TypeError, ValueError, UnicodeError) as error:
+        results.append(error_result(Task(result.task_id, meta=result.task_meta), error))

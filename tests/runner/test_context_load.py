@@ -1,4 +1,4 @@
-from pos_bench.context_load import ContextLoad, context_load
+from pos_bench.runner.summary import ContextLoad, context_load
 from pos_bench.types import Usage
 
 

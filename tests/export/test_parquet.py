@@ -9,7 +9,7 @@ import pytest
 datasets = pytest.importorskip("datasets", reason="the `export` extra (datasets) is not installed")
 
 from pos_bench.analysis.runs import read_jsonl
-from pos_bench.export import export
+from pos_bench.export.parquet import export
 from tests.analysis.fixture_runs import fixture_runs  # noqa: F401  (session fixture)
 
 

@@ -1,8 +1,12 @@
-"""results.jsonl → summary.json and the printed table.
+"""results.jsonl → summary.json and the printed table; Peak and Dependency of an episode's policy context.
 
 Errored episodes count as failures in the success rate and are reported separately (SPEC-BENCH §1.2).
 Roles whose name starts with `benchmark_` (ClinDiag's provider and judge) are benchmark costs and are
 kept out of the method's token totals (SPEC-POS §15).
+
+Peak is the largest policy input (system prompt included) of the episode. Dependency is ACON's measure of how
+much generated text rests on how much context, Σ_t (n_in,t + 2·n_out,t)·n_out,t / 2 over the policy calls t
+(retries and repairs included), reported in millions (SPEC-BASE §2.5).
 """
 
 from __future__ import annotations
@@ -20,6 +24,26 @@ from pos_bench.transcript import episode_dir, write_result
 from pos_bench.types import EpisodeResult, Usage, to_jsonable
 
 BENCHMARK_ROLE_PREFIX = "benchmark_"
+
+POLICY_ROLE = "agent"
+"""The role every method's policy calls carry (SPEC-BASE §2.5: the `agent` bucket)."""
+
+
+@dataclass(frozen=True)
+class ContextLoad:
+    peak_input_tokens: int = 0
+    """Largest input of one policy call."""
+    dependency_m: float = 0.0
+    """Σ_t (n_in,t + 2·n_out,t)·n_out,t / 2, divided by 10⁶."""
+
+
+def context_load(calls: Iterable[tuple[str, Usage]]) -> ContextLoad:
+    """Peak and Dependency of the policy calls among `calls` (role, usage of one call)."""
+    policy = [u for role, u in calls if role == POLICY_ROLE]
+    if not policy:
+        return ContextLoad()
+    dependency = sum((u.input_tokens + 2 * u.output_tokens) * u.output_tokens / 2 for u in policy)
+    return ContextLoad(max(u.input_tokens for u in policy), dependency / 1e6)
 
 
 EXTRAS_NOTE = (

@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from pos_bench.identity import RunIndex, RunMismatch, check_folder, data_identity, folder_name, run_identity
+from pos_bench.runner.identity import (
+    RunIndex,
+    RunMismatch,
+    check_folder,
+    data_identity,
+    folder_name,
+    run_identity,
+)
 
 SCRIPTED = {"provider": "scripted", "model": "scripted", "temperature": 0.0, "test": True}
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pos_bench.redact import Redactor
-from pos_bench.results import ResultsError, ResultsFile
+from pos_bench.runner.results import ResultsError, ResultsFile
 from pos_bench.types import EpisodeResult, Usage
 
 

@@ -4,7 +4,8 @@ once, with one message per problem naming the key and what was expected, and no 
 Every `_target_` node is checked against its class's constructor: an unknown key is reported with the valid
 ones, and each value is validated (pydantic) against the parameter's annotation. The plain records (`runner`,
 `retry`, `cache`, `prices`) are checked the same way against their dataclasses, then built so their own range
-checks run. A model whose key variable is unset or empty is reported too.
+checks run. A model whose key variable is unset or empty is reported too. Then the benchmark, model and method
+are built once, and the method is asked whether it supports the benchmark's first observation.
 """
 
 from __future__ import annotations
@@ -13,12 +14,24 @@ import inspect
 import os
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from hydra.errors import InstantiationException
 from hydra.utils import get_object
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from pos_bench.build import build
+from pos_bench.loop import RetryBudget
+from pos_bench.models.cache import CacheConfig, ResponseStore
+from pos_bench.models.retry import RetryPolicy
+from pos_bench.models.roles import build_model
+from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import key_variables
+from pos_bench.runner.episode import no_expert
+from pos_bench.runner.pool import Placement
+from pos_bench.runner.summary import Price
+from pos_bench.types import Observation, Task
 
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
 LAX = ConfigDict(arbitrary_types_allowed=True)
@@ -26,6 +39,46 @@ LAX = ConfigDict(arbitrary_types_allowed=True)
 
 class ConfigError(ValueError):
     """The run's config cannot work; the message lists every problem found, one per line."""
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    n_jobs: int = 1
+    """Episodes in flight at once."""
+    backend: str = "loky"
+    """`loky` (one worker process per slot, for CPU-bound engines and local models), `threading` (for remote
+    endpoints, where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see
+    `runner/pool/`."""
+    workers: int | None = None
+    """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
+    ray_address: str | None = None
+    """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
+    retry_errors: bool = True
+    """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
+    them as finished."""
+    max_meta_per_turn: int = 3
+    """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_jobs == 0 or self.n_jobs < -1:
+            raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
+        self.placement()
+        if self.max_meta_per_turn < 0:
+            raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
+
+    def placement(self) -> Placement:
+        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
+
+
+RECORDS = {
+    "runner": RunnerConfig,
+    "retry": RetryPolicy,
+    "cache": CacheConfig,
+    "prices": Price,
+    "loop": RetryBudget,
+}
+"""The plain config nodes and the records that validate them."""
 
 
 def _annotations(function: Callable[..., Any]) -> dict[str, Any]:
@@ -146,3 +199,55 @@ def check_config(cfg: Mapping[str, Any], records: Mapping[str, type]) -> None:
     problems = config_problems(cfg, records)
     if problems:
         raise ConfigError("the config has problems; nothing was run:\n  " + "\n  ".join(problems))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the pre-flight checks built: the task list and the model's identity."""
+
+    tasks: list[Task]
+    description: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The benchmark's own labels (e.g. `judge`), added to the run's."""
+
+
+def preflight(cfg: Mapping[str, Any]) -> Prepared:
+    """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
+    check_config(cfg, RECORDS)
+    benchmark, tasks = built_benchmark(cfg)
+    if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
+        raise ConfigError(no_expert(benchmark))
+    labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
+    try:
+        model = build_model(cfg)
+        description = dict(model.describe())
+        method = build(cfg["method"])(model=model)
+    except Exception as error:
+        raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
+    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    if problem:
+        raise ConfigError(problem)
+    cache = CacheConfig(**(cfg.get("cache") or {}))
+    if cache.mode != "off":
+        ResponseStore(cache.path, timeout=5.0).check()
+    return Prepared(tasks, description, labels)
+
+
+def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:
+    """The configured benchmark and its task list; any failure here would fail every episode, so it is
+    reported once, with its cause."""
+    try:
+        benchmark = build(cfg["bench"])
+        return benchmark, list(benchmark.tasks())
+    except Exception as error:
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
+
+
+def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
+    """The opening observation of the first task, for the method's `unsupported` check (no action taken)."""
+    env = benchmark.make_env(model)
+    try:
+        return env.reset(tasks[0])
+    finally:
+        env.close()

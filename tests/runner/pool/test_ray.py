@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # as pos_bench.ray_pool does, before Ray loads
+os.environ.setdefault(
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0"
+)  # as pos_bench.runner.pool.ray does, before Ray loads
 ray = pytest.importorskip("ray", reason="the Ray backend needs the `ray` extra: uv sync --extra ray")
 
 from pos_bench.runner import run
@@ -128,7 +130,7 @@ def kill_when_ready(folder: Path, killed: list[int]) -> None:
 
 
 def test_a_killed_worker_costs_one_episode_and_resume_plays_each_once(cluster, tmp_path):
-    model = {"_target_": "tests.test_ray_backend.VictimModel", "folder": str(tmp_path)}
+    model = {"_target_": "tests.runner.pool.test_ray.VictimModel", "folder": str(tmp_path)}
     runner = {"backend": "ray", "n_jobs": 4, "ray_address": cluster}
     killed: list[int] = []
     killer = threading.Thread(target=kill_when_ready, args=(tmp_path, killed), daemon=True)

@@ -1,4 +1,4 @@
-"""python -m pos_bench.export RUN_DIR OUT: a run's episodes and steps as a Hugging Face `datasets` dataset in
+"""A run's episodes and steps as a Hugging Face `datasets` dataset in
 parquet (`OUT/episodes.parquet`, `OUT/steps.parquet`), the way eval harnesses share samples.
 
 Read each file back as its own dataset (the two have different columns):
@@ -11,7 +11,6 @@ memory record, the prompt messages) are stored as JSON strings, so every row has
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -163,20 +162,3 @@ def export(run_dir: Path, out: Path) -> dict[str, Path]:
             raise ValueError(f"{run_dir} has no {split} to export")
         Dataset.from_list(rows, features=features(types)).to_parquet(str(paths[split]))
     return paths
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("out", type=Path)
-    args = parser.parse_args()
-    if not args.run_dir.is_dir():
-        raise SystemExit(f"no such run folder: {args.run_dir}")
-    for split, path in export(args.run_dir, args.out).items():
-        print(f"{split}: {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-from pos_bench.summary import format_table, summarize
+from pos_bench.runner.summary import format_table, summarize
 from pos_bench.types import EpisodeResult, Usage
 
 

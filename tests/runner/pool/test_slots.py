@@ -5,8 +5,8 @@ import os
 import signal
 import time
 
+from pos_bench.runner.pool.slots import Slot, play_all
 from pos_bench.types import EpisodeResult, Task
-from pos_bench.workers import Slot, play_all
 
 TASKS = [Task(f"t{i}", meta={"i": i}) for i in range(6)]
 

@@ -1,6 +1,6 @@
 """The progress bar's live counts, read from the episodes' transcripts as they grow."""
 
-from pos_bench.progress import Live, Progress
+from pos_bench.runner.progress import Live, Progress
 from pos_bench.transcript import Transcript, episode_dir
 from pos_bench.types import EpisodeResult, Task, Usage
 

@@ -1,5 +1,5 @@
 """Re-scoring a finished ClinDiag run from its transcripts with another judge: a real `python -m pos_bench` run
-judged by rules, then `python -m pos_bench.rescore` with an LLM judge served by a loopback OpenAI-compatible
+judged by rules, then `python -m pos_bench.runner.rescore` with an LLM judge served by a loopback OpenAI-compatible
 stub. No episode is played again and the policy is never called."""
 
 import json
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pos_bench.benchmarks.clindiag.judge import JUDGE_RULES
-from pos_bench.rescore import merged
+from pos_bench.runner.rescore import merged
 from tests.conftest import REPO
 from tests.models.stub_openai_server import StubOpenAI
 
@@ -71,7 +71,7 @@ def test_a_rules_judged_run_is_judged_again_by_an_llm_judge_without_replaying(tm
     with StubOpenAI(answer=scripted_judge) as stub:
         rescored = python(
             "-m",
-            "pos_bench.rescore",
+            "pos_bench.runner.rescore",
             str(run_dir),
             "bench.judge=llm",
             "+model@roles.benchmark_judge=openai",
@@ -130,3 +130,11 @@ def test_new_overrides_replace_recorded_ones_of_the_same_key():
         "++bench.judge=llm",
         "+model@roles.benchmark_judge=qwen",
     ]
+
+
+def test_the_old_command_name_still_works_and_names_the_new_one():
+    out = subprocess.run(
+        [sys.executable, "-m", "pos_bench.rescore"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 2 and "pos_bench.runner.rescore RUN_DIR" in out.stdout
+    assert out.stderr.strip() == "note: the command is now `python -m pos_bench.runner.rescore`"

@@ -1,4 +1,4 @@
-"""Where episodes run: worker slots on this host (`loky` processes, `threading`; `workers.py`), or Ray (`ray`)
+"""Where episodes run: worker slots on this host (`loky` processes, `threading`; `slots.py`), or Ray (`ray`)
 on a cluster.
 
 The runner hands over one function and the pending tasks, and gets results back in completion order, so
@@ -16,50 +16,20 @@ instance on loopback. A worker process that dies loses only the episodes it was 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pos_bench.models.budget import Budget, FileBudget, LocalBudget
-from pos_bench.models.cache import ResponseStore, Store
+from pos_bench.models.budget import FileBudget, LocalBudget
+from pos_bench.models.cache import ResponseStore
 from pos_bench.redact import key_variables, redactor_for
-from pos_bench.types import EpisodeResult, Task
-from pos_bench.workers import play_all
+from pos_bench.runner.pool.contract import BACKENDS, Placement, Pool, Shared, Tick
+from pos_bench.runner.pool.slots import SlotPool
 
-BACKENDS = ("loky", "threading", "ray")
-
-
-@dataclass(frozen=True)
-class Shared:
-    """What every worker of one run shares; crosses to the workers with each episode."""
-
-    budget: Budget
-    store: Store | None = None
-    """A response store every worker goes through (Ray: an actor owning the SQLite file on the driver's
-    node; threads: one `ResponseStore`), or None when each worker process opens the file itself (loky:
-    SQLite in WAL mode)."""
-
-
-@dataclass(frozen=True)
-class Placement:
-    """How many episodes run at once and where; the runner's `RunnerConfig` fields of the same names."""
-
-    backend: str = "loky"
-    n_jobs: int = 1
-    workers: int | None = None
-    """Ray: worker processes sharing the `n_jobs` episodes (default: one per episode)."""
-    ray_address: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"runner.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
-        if self.workers is not None and self.workers < 1:
-            raise ValueError(f"runner.workers must be ≥ 1 or null, got {self.workers}")
+__all__ = ["BACKENDS", "Placement", "Pool", "Shared", "SlotPool", "Tick", "session", "worker_parent_pid"]
 
 
 def worker_parent_pid(backend: str) -> int | None:
@@ -79,7 +49,8 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
     """Start the backend (and its shared services) for the run configured by `cfg`; stop what was
     started on exit."""
     if placement.backend == "ray":
-        from pos_bench import ray_pool  # ray is an optional extra, imported only when asked for
+        # ray is an optional extra, imported only when asked for
+        from pos_bench.runner.pool import ray as ray_pool
 
         # Workers on other hosts have their node's environment, not the driver's: pass the API keys.
         env = {name: os.environ[name] for name in key_variables(cfg) if name in os.environ}
@@ -97,33 +68,3 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
         yield SlotPool(placement, Shared(FileBudget(folder)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-Tick = Callable[[list[Task]], None]
-"""Sees the tasks in flight about once a second (progress)."""
-
-
-class Pool:
-    """A started backend: its shared services and a way to play tasks in parallel."""
-
-    shared: Shared
-
-    def map_unordered(
-        self, play: Callable[[Task], EpisodeResult], tasks: Sequence[Task], *, tick: Tick | None = None
-    ) -> Iterator[EpisodeResult]:
-        """`play` over `tasks`, one result per task in completion order; a task whose worker died under it
-        comes back as an `error` result."""
-        raise NotImplementedError
-
-
-class SlotPool(Pool):
-    def __init__(self, placement: Placement, shared: Shared):
-        self.placement = placement
-        self.shared = shared
-
-    def map_unordered(self, play, tasks, *, tick=None):
-        return play_all(play, tasks, n_jobs=self.placement.n_jobs, backend=self.placement.backend, tick=tick)
-
-
-def threads_per_worker(n_jobs: int, workers: int) -> int:
-    return max(1, math.ceil(n_jobs / workers))

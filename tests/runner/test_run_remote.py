@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.runner import run
-from pos_bench.summary import format_notes
+from pos_bench.runner.summary import format_notes
 from tests.models.stub_openai_server import IMPATIENT, PATIENT, StubOpenAI
 
 KEY = "sk-planted-run-key-5f2e9c"
