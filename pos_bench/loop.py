@@ -13,6 +13,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import repair_request
 from pos_bench.protocols import Env, Method, Model
@@ -81,11 +82,12 @@ def decide(
             return parsed
         missing_action = parsed.json_readable
         log.write(
-            "parse_failure",
-            turn=turn,
-            attempt=attempt,
-            problem=parsed.problem,
-            retry="missing_action" if missing_action else "json",
+            events.ParseFailure(
+                turn=turn,
+                attempt=attempt,
+                problem=parsed.problem,
+                retry="missing_action" if missing_action else "json",
+            )
         )
         if left[missing_action] == 0:
             policy = budget.on_action_exhausted if missing_action else budget.on_json_exhausted
@@ -105,7 +107,7 @@ def decide(
 def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
     """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
     record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
-    log.write("context_error", **record, traceback=traceback.format_exc())
+    log.write(events.ContextError(**record, traceback=traceback.format_exc()))
     return record
 
 
@@ -129,7 +131,7 @@ def play(
     """
     started = time.perf_counter()
     obs = env.reset(task)
-    log.write("reset", task=task, observation=obs)
+    log.write(events.Reset(task=task, observation=obs))
     method.start(task, brief, obs)
     turn = steps = meta_actions = spent = meta_in_turn = 0
     context_errors: list[dict[str, Any]] = []
@@ -141,25 +143,25 @@ def play(
         if is_meta and meta_in_turn < max_meta_per_turn:
             meta_actions += 1
             meta_in_turn += 1
-            log.write("meta_action", turn=turn, decision=decision)
+            log.write(events.MetaAction(turn=turn, decision=decision))
             record = method.update(Step(turn, obs, decision, None))
             if record:
-                log.write("memory", turn=turn, record=record)
+                log.write(events.Memory(turn=turn, record=record))
             continue
         meta_in_turn = 0
         if decision is None or decision.action is None:
             spent += 1
-            log.write("turn_spent", turn=turn)
+            log.write(events.TurnSpent(turn=turn))
             turn += 1
             continue
         actions = decision.actions[: brief.max_actions_per_turn]
         if len(decision.actions) > len(actions):
-            log.write("actions_dropped", turn=turn, dropped=decision.actions[len(actions) :])
+            log.write(events.ActionsDropped(turn=turn, dropped=decision.actions[len(actions) :]))
         for index, action in enumerate(actions):
             after = env.step(action)
             steps += 1
             last = after.done or index == len(actions) - 1
-            log.write("step", turn=turn, thought=decision.thought, action=action, observation=after)
+            log.write(events.Step(turn=turn, thought=decision.thought, action=action, observation=after))
             try:
                 record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
             except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
@@ -168,7 +170,7 @@ def play(
                 record = None
                 context_errors.append(context_error(turn, "update", error, log))
             if record:
-                log.write("memory", turn=turn, record=record)
+                log.write(events.Memory(turn=turn, record=record))
             obs = after
             if after.done:
                 break
@@ -195,5 +197,5 @@ def play(
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),
     )
-    log.write("score", score=score)
+    log.write(events.Score(score=score))
     return result

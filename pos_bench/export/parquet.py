@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pos_bench import events
 from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_jsonl
 
 
@@ -60,38 +61,34 @@ def episode_rows(run: Run) -> list[dict[str, Any]]:
     return rows
 
 
-def step_rows(run: Run, task_id: str, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def step_rows(run: Run, task_id: str, episode: Iterable[events.Event]) -> list[dict[str, Any]]:
     """One row per environment step: the policy prompt and reply behind it, the step, the memory record after."""
     rows: list[dict[str, Any]] = []
     tokens: dict[str, int] = {}
-    last_agent: Mapping[str, Any] = {}
-    for e in events:
-        kind = e.get("kind")
-        if kind == "call":
-            usage = e.get("usage") or {}
-            role = str(e.get("role"))
-            tokens[role] = (
-                tokens.get(role, 0) + int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-            )
+    last_agent = events.Call()
+    for e in episode:
+        if isinstance(e, events.Call):
+            role = str(e.role)
+            tokens[role] = tokens.get(role, 0) + e.usage.input_tokens + e.usage.output_tokens
             if role == "agent":
                 last_agent = e
-        elif kind == "step":
+        elif isinstance(e, events.Step):
             rows.append(
                 {
                     "run": run.name,
                     "task_id": task_id,
-                    "turn": int(e.get("turn", len(rows))),
-                    "thought": str(e.get("thought", "")),
-                    "action": _json(e.get("action")),
-                    "observation": str((e.get("observation") or {}).get("text", "")),
-                    "prompt": _json((last_agent.get("prompt") or {}).get("messages", [])),
-                    "reply": str(last_agent.get("reply", "")),
+                    "turn": int(len(rows) if e.turn is None else e.turn),
+                    "thought": "" if e.thought is None else str(e.thought),
+                    "action": _json(e.action),
+                    "observation": str((e.observation or {}).get("text", "")),
+                    "prompt": _json((last_agent.prompt or {}).get("messages", [])),
+                    "reply": str(last_agent.reply),
                     "memory": "null",
                     "tokens": "{}",
                 }
             )
-        elif kind == "memory" and rows and rows[-1]["turn"] == e.get("turn"):
-            rows[-1]["memory"] = _json(e.get("record"))
+        elif isinstance(e, events.Memory) and rows and rows[-1]["turn"] == e.turn:
+            rows[-1]["memory"] = _json(e.record)
             rows[-1]["tokens"], tokens = _json(tokens), {}
     if rows and rows[-1]["tokens"] == "{}" and tokens:
         rows[-1]["tokens"] = _json(tokens)
@@ -154,7 +151,7 @@ def export(run_dir: Path, out: Path) -> dict[str, Path]:
     run = load_run(run_dir)
     steps = []
     for task in run.episodes["task_id"]:
-        steps += step_rows(run, task, read_jsonl(episode_folder(run_dir, task) / "events.jsonl"))
+        steps += step_rows(run, task, events.read(episode_folder(run_dir, task) / "events.jsonl"))
     out.mkdir(parents=True, exist_ok=True)
     paths = {"episodes": out / "episodes.parquet", "steps": out / "steps.parquet"}
     for split, rows, types in (("episodes", episode_rows(run), EPISODE_TYPES), ("steps", steps, STEP_TYPES)):

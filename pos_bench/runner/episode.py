@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pos_bench import events
 from pos_bench.build import build
 from pos_bench.loop import RetryBudget, play
 from pos_bench.models.roles import build_model
@@ -78,14 +79,14 @@ def run_episode(
         model = Recorded(build_model(cfg, **services), log)
         result = play_built(cfg, task, benchmark, model, log)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
-        log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
+        log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
         result = error_result(task, error, model.usage if model else None)
     if model is not None:
         result = replace(result, **vars(context_load(model.calls)))
     try:
         write_result(folder / "result.json", result, redactor)
     except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
-        log.write("error", error=f"result.json not written: {type(error).__name__}: {error}")
+        log.write(events.Error(error=f"result.json not written: {type(error).__name__}: {error}"))
     log.close()
     return result_from_json(redactor.value(result_row(result)))
 

@@ -6,16 +6,15 @@ so no channel between workers and the main process is needed.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from tqdm import tqdm
 
+from pos_bench import events
 from pos_bench.transcript import episode_dir
 from pos_bench.types import EpisodeResult, Task
-
-TURN_EVENTS = (b'{"kind": "step"', b'{"kind": "turn_spent"')
-CALL_EVENTS = (b'{"kind": "call"', b'{"kind": "call_error"')
 
 
 class Live:
@@ -36,8 +35,10 @@ class Live:
             return
         end = data.rfind(b"\n") + 1
         for line in data[:end].splitlines():
-            self.turns += line.startswith(TURN_EVENTS)
-            self.calls += line.startswith(CALL_EVENTS)
+            if line.strip():
+                event = events.parse(json.loads(line))
+                self.turns += isinstance(event, events.TURN_KINDS)
+                self.calls += isinstance(event, events.CALL_KINDS)
         self.offset += end
 
 

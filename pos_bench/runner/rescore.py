@@ -23,6 +23,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from pos_bench import events
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import LabelledBenchmark, RescorableBenchmark
 from pos_bench.redact import redactor_for
@@ -74,10 +75,6 @@ def compose_config(overrides: Sequence[str]) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def _tag(old: Mapping[str, Any], new: Mapping[str, str]) -> str:
     changed = {k: v for k, v in new.items() if old.get(k) != v} or dict(new)
     text = ",".join(f"{k}={v}" for k, v in changed.items()) or "rescored"
@@ -96,8 +93,8 @@ def rescore_one(
     log = Transcript(log_path, keep=False, redactor=redactor_for(cfg))
     model = Recorded(build_model(cfg), log)
     try:
-        events = _events(log_path.parent / "events.jsonl")
-        score = benchmark.score_transcript(task, events, model)
+        episode = list(events.read(log_path.parent / "events.jsonl"))
+        score = benchmark.score_transcript(task, episode, model)
         return replace(
             old,
             success=score.success,
@@ -106,7 +103,7 @@ def rescore_one(
             usage=_usage(old.usage, model.usage),
         )
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
-        log.write("error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc())
+        log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
         return replace(
             old, status="error", success=False, score=0.0, error=f"rescore: {type(error).__name__}: {error}"
         )
