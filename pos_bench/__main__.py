@@ -21,13 +21,13 @@ from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from pos_bench.identity import RunIndex, RunMismatch, run_identity
 from pos_bench.models.cache import CacheError
-from pos_bench.preflight import ConfigError
 from pos_bench.redact import redactor_for
-from pos_bench.results import ResultsError
 from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
-from pos_bench.summary import Summary, format_errors, format_notes, format_table
+from pos_bench.runner.identity import RunIndex, RunMismatch, run_identity
+from pos_bench.runner.preflight import ConfigError
+from pos_bench.runner.results import ResultsError
+from pos_bench.runner.summary import Summary, format_errors, format_notes, format_table
 from pos_bench.types import to_jsonable
 
 REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import repair_request
 from pos_bench.protocols import Env, Method, Model
@@ -81,11 +82,12 @@ def decide(
             return parsed
         missing_action = parsed.json_readable
         log.write(
-            "parse_failure",
-            turn=turn,
-            attempt=attempt,
-            problem=parsed.problem,
-            retry="missing_action" if missing_action else "json",
+            events.ParseFailure(
+                turn=turn,
+                attempt=attempt,
+                problem=parsed.problem,
+                retry="missing_action" if missing_action else "json",
+            )
         )
         if left[missing_action] == 0:
             policy = budget.on_action_exhausted if missing_action else budget.on_json_exhausted
@@ -105,8 +107,20 @@ def decide(
 def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
     """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
     record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
-    log.write("context_error", **record, traceback=traceback.format_exc())
+    log.write(events.ContextError(**record, traceback=traceback.format_exc()))
     return record
+
+
+@dataclass
+class Tally:
+    """The episode's counters while it is played; they end up in its `EpisodeResult`."""
+
+    turn: int = 0
+    steps: int = 0
+    meta_actions: int = 0
+    spent: int = 0
+    meta_in_turn: int = 0
+    context_errors: list[dict[str, Any]] = field(default_factory=list)
 
 
 def play(
@@ -129,71 +143,108 @@ def play(
     """
     started = time.perf_counter()
     obs = env.reset(task)
-    log.write("reset", task=task, observation=obs)
+    log.write(events.Reset(task=task, observation=obs))
     method.start(task, brief, obs)
-    turn = steps = meta_actions = spent = meta_in_turn = 0
-    context_errors: list[dict[str, Any]] = []
-    while turn < max_turns and not obs.done:
-        if turn == max_turns - 1 and brief.final_turn_note and brief.final_turn_note not in obs.notes:
-            obs = dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
-        decision = decide(method, model, obs, log, turn, brief=brief, budget=budget)
+    tally = Tally()
+    while tally.turn < max_turns and not obs.done:
+        last_turn = tally.turn == max_turns - 1
+        obs = with_final_note(obs, brief) if last_turn else obs
+        decision = decide(method, model, obs, log, tally.turn, brief=brief, budget=budget)
         is_meta = decision is not None and decision.action is None and decision.meta is not None
-        if is_meta and meta_in_turn < max_meta_per_turn:
-            meta_actions += 1
-            meta_in_turn += 1
-            log.write("meta_action", turn=turn, decision=decision)
-            record = method.update(Step(turn, obs, decision, None))
-            if record:
-                log.write("memory", turn=turn, record=record)
+        if is_meta and tally.meta_in_turn < max_meta_per_turn:
+            memory_operation(method, decision, obs, tally, log)
             continue
-        meta_in_turn = 0
+        tally.meta_in_turn = 0
         if decision is None or decision.action is None:
-            spent += 1
-            log.write("turn_spent", turn=turn)
-            turn += 1
-            continue
-        actions = decision.actions[: brief.max_actions_per_turn]
-        if len(decision.actions) > len(actions):
-            log.write("actions_dropped", turn=turn, dropped=decision.actions[len(actions) :])
-        for index, action in enumerate(actions):
-            after = env.step(action)
-            steps += 1
-            last = after.done or index == len(actions) - 1
-            log.write("step", turn=turn, thought=decision.thought, action=action, observation=after)
-            try:
-                record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
-            except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
-                if not (after.done or (last and turn == max_turns - 1)):
-                    raise
-                record = None
-                context_errors.append(context_error(turn, "update", error, log))
-            if record:
-                log.write("memory", turn=turn, record=record)
-            obs = after
-            if after.done:
-                break
-        turn += 1
+            tally.spent += 1
+            log.write(events.TurnSpent(turn=tally.turn))
+        else:
+            obs = act(env, method, decision, obs, tally, log, brief=brief, last_turn=last_turn)
+        tally.turn += 1
+    return finish(task, env, method, obs, tally, log, started=started)
+
+
+def with_final_note(obs: Observation, brief: Brief) -> Observation:
+    """On the last turn, the benchmark's final-turn note joins the observation (once)."""
+    if brief.final_turn_note and brief.final_turn_note not in obs.notes:
+        return dataclasses.replace(obs, notes=(*obs.notes, brief.final_turn_note))
+    return obs
+
+
+def memory_operation(
+    method: Method, decision: Decision, obs: Observation, tally: Tally, log: Transcript
+) -> None:
+    """A decision with no action: the method updates its memory; the environment is not stepped."""
+    tally.meta_actions += 1
+    tally.meta_in_turn += 1
+    log.write(events.MetaAction(turn=tally.turn, decision=decision))
+    record = method.update(Step(tally.turn, obs, decision, None))
+    if record:
+        log.write(events.Memory(turn=tally.turn, record=record))
+
+
+def act(
+    env: Env,
+    method: Method,
+    decision: Decision,
+    obs: Observation,
+    tally: Tally,
+    log: Transcript,
+    *,
+    brief: Brief,
+    last_turn: bool,
+) -> Observation:
+    """Run the decision's actions in order (at most `brief.max_actions_per_turn`), the method updating after
+    each; returns the observation after the last one run."""
+    turn = tally.turn
+    actions = decision.actions[: brief.max_actions_per_turn]
+    if len(decision.actions) > len(actions):
+        log.write(events.ActionsDropped(turn=turn, dropped=decision.actions[len(actions) :]))
+    for index, action in enumerate(actions):
+        after = env.step(action)
+        tally.steps += 1
+        last = after.done or index == len(actions) - 1
+        log.write(events.Step(turn=turn, thought=decision.thought, action=action, observation=after))
+        try:
+            record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
+        except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
+            if not (after.done or (last and last_turn)):
+                raise
+            record = None
+            tally.context_errors.append(context_error(turn, "update", error, log))
+        if record:
+            log.write(events.Memory(turn=turn, record=record))
+        obs = after
+        if after.done:
+            break
+    return obs
+
+
+def finish(
+    task: Task, env: Env, method: Method, obs: Observation, tally: Tally, log: Transcript, *, started: float
+) -> EpisodeResult:
+    """Score the episode, take the method's report and write the `score` event."""
     score = env.score()
     try:
         report = dict(method.report())
     except Exception as error:  # noqa: BLE001 - SPEC-POS §5.5: a failed export keeps the outcome
         report = {}
-        context_errors.append(context_error(turn, "export", error, log))
+        tally.context_errors.append(context_error(tally.turn, "export", error, log))
     result = EpisodeResult(
         task_id=task.id,
         status="done",
         success=score.success,
         score=score.value,
         extras=dict(score.extras),
-        turns=turn,
-        steps=steps,
-        meta_actions=meta_actions,
-        spent_turns=spent,
+        turns=tally.turn,
+        steps=tally.steps,
+        meta_actions=tally.meta_actions,
+        spent_turns=tally.spent,
         report=report,
-        context_errors=tuple(context_errors),
+        context_errors=tuple(tally.context_errors),
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),
     )
-    log.write("score", score=score)
+    log.write(events.Score(score=score))
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
+from pos_bench.events import Event
 from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
 
 
@@ -78,8 +79,9 @@ class LabelledBenchmark(Benchmark, Protocol):
 class RescorableBenchmark(Benchmark, Protocol):
     """A benchmark whose score is a function of the episode's transcript, so a run can be judged again."""
 
-    def score_transcript(self, task: Task, events: Sequence[Mapping[str, Any]], model: Model) -> Score:
-        """Score the episode `events` (its events.jsonl lines) record; `model` serves benchmark roles only."""
+    def score_transcript(self, task: Task, events: Sequence[Event], model: Model) -> Score:
+        """Score the episode `events` (its events.jsonl, read by `pos_bench.events.read`) record; `model` serves
+        benchmark roles only."""
         ...
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pos_bench import events
 from pos_bench.protocols import Model
 from pos_bench.redact import NO_SECRETS, Redactor
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
@@ -25,7 +26,8 @@ def episode_dir(run_dir: Path, task_id: str) -> Path:
 
 
 class Transcript:
-    """An append-only event log for one episode. `path=None` keeps events in memory only (tests, benches)."""
+    """An append-only event log for one episode (`events.jsonl`). `events` holds the rows written, as plain JSON
+    objects; `path=None` keeps them in memory only (tests, benches)."""
 
     def __init__(self, path: Path | None = None, *, keep: bool = True, redactor: Redactor = NO_SECRETS):
         self.path = path
@@ -37,12 +39,12 @@ class Transcript:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = path.open("w", encoding="utf-8")
 
-    def write(self, kind: str, **data: Any) -> None:
-        event = {"kind": kind, "time": round(time.time(), 3), **to_jsonable(data)}
+    def write(self, event: events.Event) -> None:
+        line = events.row(event)
         if self._keep:
-            self.events.append(event)
+            self.events.append(line)
         if self._file is not None:
-            self._file.write(self.redactor.json_text(event, default=str) + "\n")  # event is plain already
+            self._file.write(self.redactor.json_text(line, default=str) + "\n")  # the row is plain already
             self._file.flush()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
@@ -76,24 +78,23 @@ class Recorded:
             reply = without_surrogates(self.inner.generate(prompt, role=role))
         except Exception as error:
             self.transcript.write(
-                "call_error", role=role, prompt=prompt, error=f"{type(error).__name__}: {error}"
+                events.CallError(role=role, prompt=prompt, error=f"{type(error).__name__}: {error}")
             )
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
         self.calls.append((role, reply.usage))
-        served: dict[str, str] = {}
         if reply.served:
             self.served[reply.served] = None
-            served["served"] = reply.served
         self.transcript.write(
-            "call",
-            role=role,
-            prompt=prompt,
-            reply=reply.text,
-            usage=reply.usage,
-            cached=reply.cached,
-            seconds=round(time.perf_counter() - started, 4),
-            **served,
+            events.Call(
+                role=role,
+                prompt=prompt,
+                reply=reply.text,
+                usage=reply.usage,
+                cached=reply.cached,
+                seconds=round(time.perf_counter() - started, 4),
+                served=reply.served or None,
+            )
         )
         return reply
 

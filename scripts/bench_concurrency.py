@@ -177,7 +177,7 @@ def main() -> None:
     figures: dict = {"delay_s": args.delay, "turns": args.turns, "backends": {}}
     for backend in backends:
         if backend == "ray":
-            from pos_bench.ray_pool import connect
+            from pos_bench.runner.pool.ray import connect
 
             # The cluster exists before the run, as on a real one; started only now, since its idle
             # processes would take CPU from the backends measured before it.

@@ -24,8 +24,8 @@ from omegaconf import OmegaConf
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pos_bench.identity import RunIndex, run_identity
 from pos_bench.runner import preflight, run
+from pos_bench.runner.identity import RunIndex, run_identity
 from pos_bench.transcript import episode_dir
 
 CHOICES = ["bench=clindiag", "method=raw", "model=scripted"]

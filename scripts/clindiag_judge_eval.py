@@ -24,7 +24,7 @@ from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.fixture import ACCEPTED_FORMS, FORMS, CaseText, Item, build
 from pos_bench.benchmarks.clindiag.judge import LLMJudge, Submission
 from pos_bench.models.roles import build_model
-from pos_bench.rescore import merged
+from pos_bench.runner.rescore import merged
 
 REPO = Path(__file__).resolve().parents[1]
 Grader = Callable[[Item, CaseText], bool]

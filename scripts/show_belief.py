@@ -12,13 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
-def events(folder: Path) -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for line in (folder / "events.jsonl").read_text(encoding="utf-8").splitlines()
-        if line
-    ]
+from pos_bench import events
 
 
 def belief_lines(belief: dict[str, Any]) -> list[str]:
@@ -50,20 +44,18 @@ def render(folder: Path, *, worlds: bool) -> str:
     history = result.get("report", {}).get("belief_update_history", [])
     if history and worlds:
         lines += ["step -1 (init):", *belief_lines(history[0]["final_belief"])]
-    for event in events(folder):
-        if event["kind"] == "call":
-            usage = event["usage"]
-            tokens[event["role"]] += usage["input_tokens"] + usage["output_tokens"]
-        elif event["kind"] == "step":
-            lines.append(
-                f"\nstep {event['turn']}: {json.dumps(event['action'])} -> {event['observation']['text'][:160]}"
-            )
-        elif event["kind"] == "memory":
-            lines += step_lines(event["record"], worlds)
+    for event in events.read(folder / "events.jsonl"):
+        if isinstance(event, events.Call):
+            tokens[event.role] += event.usage.input_tokens + event.usage.output_tokens
+        elif isinstance(event, events.Step):
+            text = (event.observation or {}).get("text", "")
+            lines.append(f"\nstep {event.turn}: {json.dumps(event.action)} -> {text[:160]}")
+        elif isinstance(event, events.Memory):
+            lines += step_lines(event.record, worlds)
             lines.append("  tokens: " + ", ".join(f"{role} {n}" for role, n in sorted(tokens.items())))
             tokens.clear()
-        elif event["kind"] == "error":
-            lines.append(f"ERROR {event['error']}")
+        elif isinstance(event, events.Error):
+            lines.append(f"ERROR {event.error}")
     if not result:
         lines.append("\noutcome: none yet (no result.json: the episode is still running or was killed)")
         return "\n".join(lines)

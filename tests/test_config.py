@@ -16,9 +16,9 @@ from omegaconf import OmegaConf
 
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
-from pos_bench.preflight import ConfigError
 from pos_bench.protocols import Benchmark, ExpertBenchmark, Method, Model
 from pos_bench.runner import run
+from pos_bench.runner.preflight import ConfigError
 from tests.conftest import REPO
 
 CONF = REPO / "conf"

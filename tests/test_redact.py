@@ -5,6 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pos_bench import events
 from pos_bench.redact import NO_SECRETS, Redactor, redactor_for
 from pos_bench.transcript import Transcript, write_result
 
@@ -34,7 +35,7 @@ def test_transcripts_and_results_are_written_redacted(tmp_path):
         {"model": {**OPENAI, "api_key_env": "MY_KEY"}}, {"MY_KEY": "sk-secret-0123456789"}
     )
     log = Transcript(tmp_path / "events.jsonl", redactor=redactor)
-    log.write("call_error", error="401: Incorrect API key provided: Bearer sk-secret-0123456789")
+    log.write(events.CallError(error="401: Incorrect API key provided: Bearer sk-secret-0123456789"))
     log.close()
     write_result(tmp_path / "result.json", {"error": "sk-secret-0123456789"}, redactor)
     for name in ("events.jsonl", "result.json"):

@@ -27,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from pos_bench.context_load import POLICY_ROLE, context_load
-from pos_bench.summary import BENCHMARK_ROLE_PREFIX, role_cost
+from pos_bench import events
+from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
 from pos_bench.types import usage_from_json
 
 PAPER_BENCHMARKS = ("alfworld", "loca", "rca100", "clindiag")
@@ -105,11 +105,9 @@ def episode_result(run_dir: Path, row: Mapping[str, Any]) -> dict[str, Any]:
     return {**row, **full} if full else dict(row)
 
 
-def events_context_load(events: Iterable[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+def events_context_load(episode: Iterable[events.Event]) -> tuple[float | None, float | None]:
     """Peak and Dependency recomputed from an episode's `call` events (runs older than the recorded fields)."""
-    calls = [
-        (str(e.get("role")), usage_from_json(e.get("usage") or {})) for e in events if e.get("kind") == "call"
-    ]
+    calls = [(str(e.role), e.usage) for e in episode if isinstance(e, events.Call)]
     if not any(role == POLICY_ROLE for role, _ in calls):
         return None, None
     load = context_load(calls)
@@ -144,8 +142,8 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
     for key, value in (row.get("task_meta") or {}).items():
         out[f"meta.{key}"] = value
     if with_events and out["peak"] is None:
-        events = read_jsonl(episode_folder(run_dir, out["task_id"]) / "events.jsonl")
-        out["peak"], out["dependency"] = events_context_load(events)
+        episode = events.read(episode_folder(run_dir, out["task_id"]) / "events.jsonl")
+        out["peak"], out["dependency"] = events_context_load(episode)
     return out
 
 
@@ -161,8 +159,9 @@ def episode_frame(run_dir: Path, *, with_events: bool = True) -> pd.DataFrame:
     for folder in folders:
         if folder.name in known:
             continue
-        first = next(iter(read_jsonl(folder / "events.jsonl")), {})
-        task = (first.get("task") or {}).get("id", folder.name)
+        first = next(events.read(folder / "events.jsonl"), None)
+        reset = first.task if isinstance(first, events.Reset) and isinstance(first.task, Mapping) else {}
+        task = reset.get("id", folder.name)
         if task not in seen:
             started.append({"task_id": task, "status": "running", "success": False, "score": 0.0, "steps": 0})
     frame = pd.DataFrame(recorded + started)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from pos_bench.analysis.runs import Run, episode_folder, episode_result, read_jsonl
+from pos_bench import events
+from pos_bench.analysis.runs import Run, episode_folder, episode_result
 from pos_bench.analysis.stats import wilson
 
 DIMENSIONS = {"epistemic": "knowledge", "achievement": "action"}
@@ -27,12 +28,12 @@ def health_history(run: Run, task_id: str) -> list[Mapping[str, Any]]:
     report = full.get("report") or {}
     if isinstance(report.get("belief_health_history"), list):
         return report["belief_health_history"]
-    events = read_jsonl(episode_folder(run.folder, task_id) / "events.jsonl")
-    return [
-        e["record"]["health"]
-        for e in events
-        if e.get("kind") == "memory" and isinstance((e.get("record") or {}).get("health"), dict)
+    views = [
+        events.PosMemory.of(e.record)
+        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl")
+        if isinstance(e, events.Memory)
     ]
+    return [v.health for v in views if v is not None and isinstance(v.health, Mapping)]
 
 
 def onsets(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@ per minute, shared by every worker whatever the backend.
 
 The budget is a run object handed to each worker (never module state): `LocalBudget` for threads of one
 process, `FileBudget` for processes of one host (lock files: a worker killed mid-call frees its slot with
-its file descriptors), and on Ray the same `LocalBudget` logic inside an actor (`pos_bench.ray_pool`).
+its file descriptors), and on Ray the same `LocalBudget` logic inside an actor (`pos_bench.runner.pool.ray`).
 
 A 429 halves the endpoint's allowed concurrency and each answered call earns back 1/limit of a slot
 (additive increase, multiplicative decrease), so a run that hits a provider's rate limit settles just

@@ -248,7 +248,7 @@ class ResponseStore:
 
 class Store(Protocol):
     """Where replies are kept: `ResponseStore` (the SQLite file itself, for the processes of one host) or a
-    proxy to its one owner (`pos_bench.ray_pool`, when workers run on several hosts)."""
+    proxy to its one owner (`pos_bench.runner.pool.ray`, when workers run on several hosts)."""
 
     def get(self, key: str) -> Reply | None: ...
 

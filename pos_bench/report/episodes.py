@@ -11,6 +11,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pos_bench import events
+from pos_bench.types import Usage
+
 
 class Strings:
     """Interned texts: `add` returns the index of a text in `items`."""
@@ -34,19 +37,19 @@ def _action_text(action: Any) -> str:
     return str(action)
 
 
-def _call(event: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
-    prompt = event.get("prompt") or {}
-    usage = event.get("usage") or {}
+def _call(event: events.Call | events.CallError, strings: Strings) -> dict[str, Any]:
+    prompt = event.prompt or {}
+    usage = event.usage if isinstance(event, events.Call) else Usage()
     return {
-        "role": str(event.get("role", "?")),
+        "role": str(event.role),
         "messages": [
             [m.get("role", "?"), strings.add(m.get("content", ""))] for m in prompt.get("messages", [])
         ],
-        "reply": strings.add(event.get("reply", event.get("error", ""))),
-        "error": event.get("kind") == "call_error",
-        "in": int(usage.get("input_tokens", 0)),
-        "out": int(usage.get("output_tokens", 0)),
-        "cached": bool(event.get("cached", False)),
+        "reply": strings.add(event.reply if isinstance(event, events.Call) else event.error),
+        "error": isinstance(event, events.CallError),
+        "in": usage.input_tokens,
+        "out": usage.output_tokens,
+        "cached": isinstance(event, events.Call) and bool(event.cached),
     }
 
 
@@ -54,55 +57,86 @@ def _new_turn(label: str) -> dict[str, Any]:
     return {"label": label, "calls": [], "notes": [], "tokens": {}}
 
 
-def turns(events: Iterable[Mapping[str, Any]], strings: Strings) -> list[dict[str, Any]]:
-    """Group events into turns: the calls that built a decision, the step, and the memory update after it.
+class Timeline:
+    """Groups events into turns: the calls that built a decision, the step, and the memory update after it.
     Calls made before the first policy call (belief initialisation) form a `start` group."""
-    out: list[dict[str, Any]] = []
-    current = _new_turn("start")
-    for e in events:
-        kind = e.get("kind")
-        if kind in ("call", "call_error"):
-            call = _call(e, strings)
-            if call["role"] == "agent" and (
-                "step" in current
-                or (not out and current["calls"] and not any(c["role"] == "agent" for c in current["calls"]))
-            ):
-                out.append(current)
-                current = _new_turn("turn")
-            current["calls"].append(call)
-            tokens = current["tokens"]
-            tokens[call["role"]] = tokens.get(call["role"], 0) + call["in"] + call["out"]
-        elif kind == "step":
-            if "step" in current:
-                out.append(current)
-                current = _new_turn("turn")
-            current.update(
-                turn=e.get("turn"),
-                step={
-                    "thought": strings.add(e.get("thought", "")),
-                    "action": strings.add(_action_text(e.get("action"))),
-                    "observation": strings.add((e.get("observation") or {}).get("text", "")),
-                },
-            )
-        elif kind == "memory":
-            current["memory"] = memory_view(e.get("record") or {}, strings)
-            out.append(current)
-            current = _new_turn("turn")
-        elif kind == "reset":
-            current["notes"].append(["reset", strings.add((e.get("observation") or {}).get("text", ""))])
-        elif kind == "score":
-            current["notes"].append(["score", strings.add(e.get("score"))])
-        elif kind == "error":
-            current["notes"].append(["error", strings.add(f"{e.get('error')}\n\n{e.get('traceback', '')}")])
+
+    def __init__(self, strings: Strings):
+        self.strings = strings
+        self.out: list[dict[str, Any]] = []
+        self.current = _new_turn("start")
+
+    def close_turn(self) -> None:
+        self.out.append(self.current)
+        self.current = _new_turn("turn")
+
+    def call(self, event: events.Call | events.CallError) -> None:
+        call = _call(event, self.strings)
+        current = self.current
+        if call["role"] == "agent" and (
+            "step" in current
+            or (not self.out and current["calls"] and not any(c["role"] == "agent" for c in current["calls"]))
+        ):
+            self.close_turn()
+        self.current["calls"].append(call)
+        tokens = self.current["tokens"]
+        tokens[call["role"]] = tokens.get(call["role"], 0) + call["in"] + call["out"]
+
+    def step(self, event: events.Step) -> None:
+        if "step" in self.current:
+            self.close_turn()
+        add = self.strings.add
+        self.current.update(
+            turn=event.turn,
+            step={
+                "thought": add(event.thought or ""),
+                "action": add(_action_text(event.action)),
+                "observation": add((event.observation or {}).get("text", "")),
+            },
+        )
+
+    def memory(self, event: events.Memory) -> None:
+        self.current["memory"] = memory_view(event.record or {}, self.strings)
+        self.close_turn()
+
+    def note(self, event: events.Event) -> None:
+        add = self.strings.add
+        notes = self.current["notes"]
+        if isinstance(event, events.Reset):
+            notes.append(["reset", add((event.observation or {}).get("text", ""))])
+        elif isinstance(event, events.Score):
+            notes.append(["score", add(event.score)])
+        elif isinstance(event, events.Error):
+            notes.append(["error", add(f"{event.error}\n\n{event.traceback or ''}")])
+        elif isinstance(event, events.Other):
+            notes.append([event.name, add(dict(event.data))])
         else:
-            detail = {k: v for k, v in e.items() if k not in ("kind", "time")}
-            current["notes"].append([str(kind), strings.add(detail)])
-    if current["calls"] or current["notes"] or "step" in current:
-        out.append(current)
-    for i, turn in enumerate(out):
-        if turn["label"] == "turn":
-            turn["label"] = f"turn {turn.get('turn', i)}"
-    return out
+            detail = {k: v for k, v in events.row(event, now=0).items() if k not in ("kind", "time")}
+            notes.append([event.kind, add(detail)])
+
+    def finished(self) -> list[dict[str, Any]]:
+        current = self.current
+        if current["calls"] or current["notes"] or "step" in current:
+            self.out.append(current)
+        for i, turn in enumerate(self.out):
+            if turn["label"] == "turn":
+                turn["label"] = f"turn {turn.get('turn', i)}"
+        return self.out
+
+
+def turns(episode: Iterable[events.Event], strings: Strings) -> list[dict[str, Any]]:
+    """An episode's events grouped into the report's turns (`Timeline`)."""
+    timeline = Timeline(strings)
+    for e in episode:
+        if isinstance(e, (events.Call, events.CallError)):
+            timeline.call(e)
+        elif isinstance(e, events.Step):
+            timeline.step(e)
+        elif isinstance(e, events.Memory):
+            timeline.memory(e)
+        else:
+            timeline.note(e)
+    return timeline.finished()
 
 
 def gap_text(gap: Any) -> str:
@@ -124,45 +158,42 @@ def issue_text(issue: Any) -> str:
     return f"{issue.get('problem', '')} [{issue.get('issue_type', '')}{': ' + targets if targets else ''}]{where}"
 
 
+HEALTH_SHOWN = (
+    "health_score",
+    "persistence_e",
+    "persistence_a",
+    "stagnation",
+    "recurrence",
+    "health_threshold",
+    "trapped",
+    "trapping_pattern",
+    "gap_dimension",
+    "window_ready",
+)
+
+
 def memory_view(record: Mapping[str, Any], strings: Strings) -> dict[str, Any]:
     """The parts of a PoS memory record the timeline shows; other methods' records are kept as JSON text."""
-    if "status" not in record and "context_error" not in record:
+    view = events.PosMemory.of(record)
+    if view is None:
         return {"other": strings.add(record)}
-    health = record.get("health") or None
-    recovery = record.get("recovery") or None
-    committed = record.get("committed_belief") or {}
+    health = view.health
     return {
-        "step": record.get("step"),
-        "status": record.get("status", "context error"),
-        "context_error": record.get("context_error"),
+        "step": view.step,
+        "status": view.status or "context error",
+        "context_error": view.context_error,
         "audits": [
             {
                 "mode": a.get("audit_mode"),
                 "failed": bool(a.get("failed")),
                 "issues": [strings.add(issue_text(i)) for i in a.get("issues", [])],
             }
-            for a in record.get("audit", [])
+            for a in view.audit
         ],
-        "progress": (record.get("progress") or {}).get("progress"),
-        "health": None
-        if health is None
-        else {
-            k: health.get(k)
-            for k in (
-                "health_score",
-                "persistence_e",
-                "persistence_a",
-                "stagnation",
-                "recurrence",
-                "health_threshold",
-                "trapped",
-                "trapping_pattern",
-                "gap_dimension",
-                "window_ready",
-            )
-        },
-        "recovery": None if recovery is None else strings.add(recovery.get("instruction", "")),
-        "recovery_ended": [r.get("status") for r in record.get("recovery_ended", [])],
-        "active_gap": strings.add(gap_text(committed.get("frontier"))) if "frontier" in committed else None,
-        "belief_text": strings.add(record["belief_text"]) if record.get("belief_text") else None,
+        "progress": view.progress,
+        "health": None if health is None else {k: health.get(k) for k in HEALTH_SHOWN},
+        "recovery": None if view.recovery is None else strings.add(view.recovery.get("instruction", "")),
+        "recovery_ended": [r.get("status") for r in view.recovery_ended],
+        "active_gap": strings.add(gap_text(view.active_gap)) if view.has_active_gap else None,
+        "belief_text": strings.add(view.belief_text) if view.belief_text else None,
     }

@@ -21,8 +21,9 @@ from typing import Any
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from pos_bench import events
 from pos_bench.analysis.collect import Tables, collect, write_figures
-from pos_bench.analysis.runs import Run, episode_folder, read_jsonl
+from pos_bench.analysis.runs import Run, episode_folder
 from pos_bench.report.episodes import Strings, turns
 
 TOP_TABLES = (
@@ -62,7 +63,7 @@ def table_view(frame: pd.DataFrame) -> dict[str, Any]:
 def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
     out = []
     for row in run.episodes.to_dict("records"):
-        events = read_jsonl(episode_folder(run.folder, row["task_id"]) / "events.jsonl")
+        episode = list(events.read(episode_folder(run.folder, row["task_id"]) / "events.jsonl"))
         error = row.get("error")
         out.append(
             {
@@ -73,7 +74,7 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
                 "error": None
                 if error is None or (isinstance(error, float) and math.isnan(error))
                 else str(error),
-                "turns": turns(events, strings),
+                "turns": turns(episode, strings),
             }
         )
     return out

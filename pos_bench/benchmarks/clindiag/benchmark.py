@@ -33,6 +33,7 @@ from pos_bench.benchmarks.clindiag.judge import LLMJudge, RulesJudge, Submission
 from pos_bench.benchmarks.clindiag.roles import QUERY_TOOLS, LLMProvider, RecordProvider
 from pos_bench.benchmarks.clindiag.scoring import SUBMIT, SUBMITTED_STATUS, exposure, grade, submission_of
 from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL, UNKNOWN_TOOL, cap, mentions_any
+from pos_bench.events import Event
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
@@ -369,7 +370,7 @@ class ClinDiagBenchmark:
             obs_cap=self.obs_cap,
         )
 
-    def score_transcript(self, task: Task, events: Sequence[Mapping[str, Any]], model: Model) -> Score:
+    def score_transcript(self, task: Task, events: Sequence[Event], model: Model) -> Score:
         """Judge again the submission recorded in an episode's events, with this benchmark's judge; no
         episode is played and no policy call is made."""
         source, refs = self._selected()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from pos_bench import events
 from pos_bench.benchmarks.clindiag.data import AnswerKey, CaseRecord
 from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission, Verdict, appears_in
 from pos_bench.types import Score
@@ -46,12 +47,12 @@ def exposure(case: CaseRecord, key: AnswerKey) -> Exposure:
     )
 
 
-def submission_of(events: Iterable[Mapping[str, Any]]) -> Submission | None:
+def submission_of(episode: Iterable[events.Event]) -> Submission | None:
     """The submission the environment accepted in an episode's transcript (`step` events), or None."""
-    for event in events:
-        if event.get("kind") != "step":
+    for event in episode:
+        if not isinstance(event, events.Step):
             continue
-        action, info = event.get("action"), (event.get("observation") or {}).get("info") or {}
+        action, info = event.action, (event.observation or {}).get("info") or {}
         if (
             isinstance(action, Mapping)
             and action.get("name") == SUBMIT

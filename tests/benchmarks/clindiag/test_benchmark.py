@@ -17,7 +17,7 @@ from pos_bench.benchmarks.clindiag.roles import MAX_ITEMS, PROVIDER_RULES, Recor
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.protocols import MethodBase
-from pos_bench.summary import summarize
+from pos_bench.runner.summary import summarize
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Decision, ToolCall
 from tests.conftest import REPO

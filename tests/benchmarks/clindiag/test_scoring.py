@@ -1,6 +1,7 @@
 """ClinDiag's score as a function of the transcript (clindiag/scoring.py): the environment and re-scoring give the
 same score, and every score says whether the record names its answer."""
 
+from pos_bench import events
 from pos_bench.benchmarks.clindiag import data
 from pos_bench.benchmarks.clindiag.benchmark import ClinDiagBenchmark
 from pos_bench.benchmarks.clindiag.data import AnswerKey, CaseRecord
@@ -8,7 +9,7 @@ from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
 from pos_bench.benchmarks.clindiag.scoring import SUBMIT, exposure, grade, submission_of
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
-from pos_bench.summary import summarize
+from pos_bench.runner.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, ToolCall
 
@@ -74,8 +75,8 @@ def test_the_environment_and_the_transcript_give_the_same_score_and_the_summary_
         for diagnosis in (reference, "Imaginary condition"):
             env, log = bench.make_env(None), Transcript()
             result = play(task, env, Submitter(diagnosis), None, brief=bench.brief, max_turns=5, log=log)
-            assert submission_of(log.events) == Submission(diagnosis, "Varn fever", "")
-            again = bench.score_transcript(task, log.events, None)
+            assert submission_of(events.parse_all(log.events)) == Submission(diagnosis, "Varn fever", "")
+            again = bench.score_transcript(task, events.parse_all(log.events), None)
             assert (again.success, dict(again.extras)) == (result.success, dict(result.extras))
             assert result.success is (diagnosis == reference)
             results.append(result)

@@ -12,7 +12,7 @@ from pos_bench.benchmarks.rca.catalog import FAULT_TYPES
 from pos_bench.benchmarks.rca.shop import FAULT_ROOTS
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
-from pos_bench.summary import summarize
+from pos_bench.runner.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, Task, ToolCall
 from tests.conftest import REPO

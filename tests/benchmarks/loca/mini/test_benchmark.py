@@ -23,7 +23,7 @@ from pos_bench.benchmarks.loca.mini.generation import SCALES, SEEDS, nominal_tok
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
 from pos_bench.runner import run as run_config
-from pos_bench.summary import summarize
+from pos_bench.runner.summary import summarize
 from pos_bench.transcript import Transcript
 from pos_bench.types import Decision, Task, ToolCall
 from tests.conftest import REPO

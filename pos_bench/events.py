@@ -1,0 +1,244 @@
+"""One typed record per transcript event kind, and the one way each crosses `events.jsonl`.
+
+Written through `Transcript.write(event)` (`row`: the JSON object of one line) and read back through `read(path)`
+or `parse(row)`. A line of a kind this module does not know is read as `Other`, and a field an older transcript
+lacks takes its default, so transcripts written by earlier versions stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pos_bench.types import Usage, to_jsonable, usage_from_json
+
+OMIT_NONE = {"omit_none": True}
+"""Field metadata: the key is left out of the line when the value is None."""
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = ""
+    time: float | None = field(default=None, kw_only=True)
+    """Seconds since the epoch; set when written."""
+
+
+@dataclass(frozen=True)
+class Reset(Event):
+    kind: ClassVar[str] = "reset"
+    task: Any = None
+    observation: Any = None
+
+
+@dataclass(frozen=True)
+class Call(Event):
+    """One model call through `Recorded`."""
+
+    kind: ClassVar[str] = "call"
+    role: str = "agent"
+    prompt: Any = None
+    reply: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cached: bool = False
+    seconds: float = 0.0
+    served: str | None = field(default=None, metadata=OMIT_NONE)
+    """The model revision the server reported, when it reported one."""
+
+
+@dataclass(frozen=True)
+class CallError(Event):
+    kind: ClassVar[str] = "call_error"
+    role: str = "agent"
+    prompt: Any = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ParseFailure(Event):
+    kind: ClassVar[str] = "parse_failure"
+    turn: int = 0
+    attempt: int = 0
+    problem: str = ""
+    retry: str = ""
+    """`json` or `missing_action`: which retry budget the repair draws on."""
+
+
+@dataclass(frozen=True)
+class ContextError(Event):
+    """A method failure on the terminal transition (`update`) or in `report()` (`export`)."""
+
+    kind: ClassVar[str] = "context_error"
+    step: int = 0
+    phase: str = ""
+    error_type: str = ""
+    error: str = ""
+    traceback: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class MetaAction(Event):
+    kind: ClassVar[str] = "meta_action"
+    turn: int = 0
+    decision: Any = None
+
+
+@dataclass(frozen=True)
+class Memory(Event):
+    """The record a method's `update` returned for a turn (for PoS, read it through `PosMemory`)."""
+
+    kind: ClassVar[str] = "memory"
+    turn: int = 0
+    record: Any = None
+
+
+@dataclass(frozen=True)
+class TurnSpent(Event):
+    kind: ClassVar[str] = "turn_spent"
+    turn: int = 0
+
+
+@dataclass(frozen=True)
+class ActionsDropped(Event):
+    kind: ClassVar[str] = "actions_dropped"
+    turn: int = 0
+    dropped: Any = None
+
+
+@dataclass(frozen=True)
+class Step(Event):
+    kind: ClassVar[str] = "step"
+    turn: int = 0
+    thought: str | None = None
+    action: Any = None
+    observation: Any = None
+
+
+@dataclass(frozen=True)
+class Score(Event):
+    kind: ClassVar[str] = "score"
+    score: Any = None
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    """An exception at the episode boundary (the runner) or while rescoring."""
+
+    kind: ClassVar[str] = "error"
+    error: str = ""
+    traceback: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class Other(Event):
+    """A line of a kind this version does not write."""
+
+    name: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+KINDS: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        Reset,
+        Call,
+        CallError,
+        ParseFailure,
+        ContextError,
+        MetaAction,
+        Memory,
+        TurnSpent,
+        ActionsDropped,
+        Step,
+        Score,
+        Error,
+    )
+}
+TURN_KINDS = (Step, TurnSpent)
+"""Events that end a turn (progress counts them)."""
+CALL_KINDS = (Call, CallError)
+
+
+def row(event: Event, *, now: float | None = None) -> dict[str, Any]:
+    """The JSON object of one `events.jsonl` line: kind, time, then the event's fields as plain values."""
+    out: dict[str, Any] = {"kind": event.kind, "time": round(time.time() if now is None else now, 3)}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if f.name == "time" or (value is None and f.metadata.get("omit_none")):
+            continue
+        out[f.name] = to_jsonable(value)
+    return out
+
+
+def parse(data: Mapping[str, Any]) -> Event:
+    """The typed event of one line's JSON object."""
+    kind = str(data.get("kind", ""))
+    cls = KINDS.get(kind)
+    if cls is None:
+        rest = {k: v for k, v in data.items() if k not in ("kind", "time")}
+        return Other(name=kind, data=rest, time=data.get("time"))
+    values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+    if cls is Call and isinstance(values.get("usage"), Mapping):
+        values["usage"] = usage_from_json(values["usage"])
+    return cls(**values)
+
+
+def parse_all(rows: Iterable[Mapping[str, Any]]) -> list[Event]:
+    return [parse(r) for r in rows]
+
+
+def read(path: Path) -> Iterator[Event]:
+    """The events of an `events.jsonl` file, in order; none when the file is absent. A line that is not a
+    JSON object (the torn last line of a killed run) is skipped."""
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(data, dict):
+                yield parse(data)
+
+
+@dataclass(frozen=True)
+class PosMemory:
+    """The parts of PoS's memory record (`Memory.record`) that the report and the analysis read."""
+
+    step: int | None = None
+    status: str | None = None
+    context_error: Any = None
+    audit: list[Mapping[str, Any]] = field(default_factory=list)
+    progress: float | None = None
+    health: Mapping[str, Any] | None = None
+    """The health record of `pos.health` (health_score, trapped, trapping_pattern, gap_dimension …)."""
+    recovery: Mapping[str, Any] | None = None
+    recovery_ended: list[Mapping[str, Any]] = field(default_factory=list)
+    active_gap: Mapping[str, Any] | None = None
+    """The committed belief's Active Gap (written under the key `frontier`)."""
+    has_active_gap: bool = False
+    belief_text: str | None = None
+
+    @classmethod
+    def of(cls, record: Any) -> PosMemory | None:
+        """The PoS view of a memory record, or None when the record is another method's."""
+        if not isinstance(record, Mapping) or ("status" not in record and "context_error" not in record):
+            return None
+        committed = record.get("committed_belief") or {}
+        return cls(
+            step=record.get("step"),
+            status=record.get("status"),
+            context_error=record.get("context_error"),
+            audit=list(record.get("audit") or []),
+            progress=(record.get("progress") or {}).get("progress"),
+            health=record.get("health") or None,
+            recovery=record.get("recovery") or None,
+            recovery_ended=list(record.get("recovery_ended") or []),
+            active_gap=committed.get("frontier"),
+            has_active_gap="frontier" in committed,
+            belief_text=record.get("belief_text") or None,
+        )

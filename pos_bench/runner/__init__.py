@@ -1,0 +1,155 @@
+"""Everything between a composed config and `results.jsonl`: `run(cfg, run_dir, labels)` goes pre-flight →
+identity → lock → pending episodes → pool → summary.
+
+- `preflight.py`: config checks and one build of everything before the first episode; `RunnerConfig`.
+- `identity.py`: the run's fingerprint and folder.
+- `results.py`: `results.jsonl`, its one writer (the folder lock) and the pending tasks.
+- `episode.py`: one episode in a worker.
+- `pool/`: where episodes run (thread/process slots, Ray).
+- `summary.py`, `progress.py`, `rescore.py`: the summary, the progress bar, judging a finished run again.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pos_bench.loop import RetryBudget
+from pos_bench.redact import Redactor, redactor_for
+from pos_bench.runner.episode import run_episode
+from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
+from pos_bench.runner.pool import Pool, session, worker_parent_pid
+from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
+from pos_bench.runner.progress import Progress
+from pos_bench.runner.results import ResultsFile, RunLocked, pending_tasks, record, writer_lock
+from pos_bench.runner.summary import Summary, summarize, write_summary
+from pos_bench.transcript import write_result
+from pos_bench.types import Task, to_jsonable
+
+__all__ = [
+    "RECORDS",
+    "ConfigError",
+    "Prepared",
+    "RunInterrupted",
+    "RunLocked",
+    "RunnerConfig",
+    "preflight",
+    "run",
+    "shorter_gc_pauses",
+]
+
+
+class RunInterrupted(RuntimeError):
+    """Ctrl-C stopped the run; finished episodes are saved."""
+
+
+def run(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    labels: Mapping[str, Any],
+    *,
+    prepared: Prepared | None = None,
+    identity: RunIdentity | None = None,
+) -> Summary:
+    """Play every pending task of the configured benchmark and write the run's summary."""
+    prepared = prepared or preflight(cfg)
+    labels = {**labels, **prepared.labels}
+    identity = identity or run_identity(cfg, prepared.description)
+    runner = RunnerConfig(**cfg.get("runner", {}))
+    redactor = redactor_for(cfg)
+    check_folder(run_dir, identity)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with writer_lock(run_dir):
+        results = ResultsFile(run_dir / "results.jsonl", redactor)
+        todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors)
+        write_run_json(run_dir, cfg, labels, prepared, identity, redactor)
+        play_pending(cfg, run_dir, runner, prepared.tasks, todo, results)
+        wanted = {t.id for t in prepared.tasks}
+        summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
+        write_summary(run_dir / "summary.json", summary, redactor)
+    return summary
+
+
+def write_run_json(
+    run_dir: Path,
+    cfg: Mapping[str, Any],
+    labels: Mapping[str, Any],
+    prepared: Prepared,
+    identity: RunIdentity,
+    redactor: Redactor,
+) -> None:
+    """The run's `run.json`: labels, identity, the model's description and the config it ran with."""
+    meta = {
+        "labels": dict(labels),
+        "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
+        "model": prepared.description,
+        "config": cfg,
+        # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
+        "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
+    }
+    write_result(run_dir / "run.json", meta, redactor)
+
+
+def play_pending(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    runner: RunnerConfig,
+    tasks: list[Task],
+    todo: list[Task],
+    results: ResultsFile,
+) -> None:
+    """Play `todo` on the configured pool, appending each result as it comes; Ctrl-C keeps what finished."""
+    total = len(tasks)
+    progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+    try:
+        with session(runner.placement(), cfg) as pool, shorter_gc_pauses():
+            for result in played(cfg, run_dir, runner, pool, todo, progress):
+                record(results, result)
+                progress.finished(result)
+    except KeyboardInterrupt:
+        raise RunInterrupted(
+            f"interrupted: {progress.saved} of {total} episodes "
+            f"are saved in {run_dir}; run the same command again to resume."
+        ) from None
+    finally:
+        progress.close()
+
+
+def played(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    runner: RunnerConfig,
+    pool: Pool,
+    todo: list[Task],
+    progress: Progress,
+) -> Iterator:
+    """One result per task in completion order; a dead worker costs its episode only."""
+    work = functools.partial(
+        run_episode,
+        cfg,
+        run_dir=run_dir.resolve(),
+        parent_pid=worker_parent_pid(runner.backend),
+        shared=pool.shared,
+    )
+    return pool.map_unordered(work, todo, tick=progress.tick)
+
+
+@contextmanager
+def shorter_gc_pauses() -> Iterator[None]:
+    """Speed shortcut: while the episodes run, the garbage collector leaves out what existed before them
+    (`gc.freeze`), so a full collection, which stops every thread of the process, scans what the episodes made
+    instead of the whole heap. Saves 0.1–0.2 s per pause, several per run of 64 threads (README "Client cost
+    per call", `scripts/bench_concurrency.py`). Unfrozen afterwards, so nothing outlives the run uncollected; a
+    process that froze objects itself (a pre-fork server) keeps its own arrangement."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,130 @@
+"""One episode in a worker: build the benchmark, model and method from the config, play, write the result.
+
+Only plain config dicts and `EpisodeResult`s cross process boundaries: every worker builds its own benchmark,
+env and model, and a fresh method for each episode.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pos_bench import events
+from pos_bench.build import build
+from pos_bench.loop import RetryBudget, play
+from pos_bench.models.roles import build_model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.redact import redactor_for
+from pos_bench.runner.pool import Shared
+from pos_bench.runner.summary import context_load
+from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
+from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
+
+WATCHER = "pos_bench-parent-watcher"
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """In a worker process, end the worker as soon as the run's main process is gone.
+
+    A run killed with `kill -9` would otherwise leave its workers finishing their episodes (and writing
+    into episode folders that the resumed run is using). One watcher thread per worker process.
+    """
+    if os.getpid() == parent_pid or any(t.name == WATCHER for t in threading.enumerate()):
+        return
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name=WATCHER, daemon=True).start()
+
+
+def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | None = None) -> EpisodeResult:
+    return EpisodeResult(
+        task_id=task.id,
+        status="error",
+        error=f"{type(error).__name__}: {error}"[:4000],
+        usage=dict(usage or {}),
+        task_meta=dict(task.meta),
+    )
+
+
+def run_episode(
+    cfg: Mapping[str, Any],
+    task: Task,
+    run_dir: Path,
+    parent_pid: int | None = None,
+    shared: Shared | None = None,
+) -> EpisodeResult:
+    """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
+    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)
+    redactor = redactor_for(cfg)
+    folder = episode_dir(run_dir, task.id)
+    shutil.rmtree(folder, ignore_errors=True)  # leftovers of an episode killed mid-way
+    log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
+    model: Recorded | None = None
+    try:
+        benchmark = build(cfg["bench"])
+        services = {"budget": shared.budget, "store": shared.store} if shared else {}
+        model = Recorded(build_model(cfg, **services), log)
+        result = play_built(cfg, task, benchmark, model, log)
+    except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
+        log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
+        result = error_result(task, error, model.usage if model else None)
+    if model is not None:
+        result = replace(result, **vars(context_load(model.calls)))
+    try:
+        write_result(folder / "result.json", result, redactor)
+    except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
+        log.write(events.Error(error=f"result.json not written: {type(error).__name__}: {error}"))
+    log.close()
+    return result_from_json(redactor.value(result_row(result)))
+
+
+def play_built(
+    cfg: Mapping[str, Any], task: Task, benchmark: Benchmark, model: Recorded, log: Transcript
+) -> EpisodeResult:
+    """Build the env and a fresh method around `model`, and play `task` to its end."""
+    env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
+    try:
+        with build(cfg["method"])(model=model) as method:
+            result = play(
+                task,
+                env,
+                method,
+                model,
+                brief=benchmark.brief,
+                max_turns=benchmark.max_turns,
+                log=log,
+                max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
+                budget=RetryBudget(**(cfg.get("loop") or {})),
+            )
+    finally:
+        env.close()
+    return replace(result, usage=dict(model.usage), served=tuple(model.served))
+
+
+def make_env(benchmark: Benchmark, model: Model, *, expert: bool) -> Env:
+    """The benchmark's environment, or its expert environment when the run plays the expert."""
+    if not expert:
+        return benchmark.make_env(model)
+    if not isinstance(benchmark, ExpertBenchmark):
+        raise ValueError(no_expert(benchmark))  # noqa: TRY004 - a config choice, not a programming error
+    return benchmark.make_expert_env(model)
+
+
+def no_expert(benchmark: Benchmark) -> str:
+    return (
+        f"method=expert needs a benchmark with a planner expert of its own, and {type(benchmark).__name__} has "
+        "none: the expert runs on bench=alfworld and bench=toy."
+    )

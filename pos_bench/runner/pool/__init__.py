@@ -1,0 +1,70 @@
+"""Where episodes run: worker slots on this host (`loky` processes, `threading`; `slots.py`), or Ray (`ray`)
+on a cluster.
+
+The runner hands over one function and the pending tasks, and gets results back in completion order, so
+`results.jsonl` keeps one writer on the driver whatever the backend. A backend also provides the run's
+shared services (`Shared`): the endpoint budget every worker draws from, and the response store when the
+cache file must have one owner.
+
+Ray: the episodes are played by `workers` actor processes, each running up to ⌈n_jobs / workers⌉ episodes
+in threads (episodes against an endpoint mostly wait on the network; several processes spread the client
+CPU over cores). The driver connects to `runner.ray_address`, else `$RAY_ADDRESS`, else starts a local
+instance on loopback. A worker process that dies loses only the episodes it was playing: each becomes an
+`error` result, a fresh actor takes the dead one's place, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pos_bench.models.budget import FileBudget, LocalBudget
+from pos_bench.models.cache import ResponseStore
+from pos_bench.redact import key_variables, redactor_for
+from pos_bench.runner.pool.contract import BACKENDS, Placement, Pool, Shared, Tick
+from pos_bench.runner.pool.slots import SlotPool
+
+__all__ = ["BACKENDS", "Placement", "Pool", "Shared", "SlotPool", "Tick", "session", "worker_parent_pid"]
+
+
+def worker_parent_pid(backend: str) -> int | None:
+    """The pid a worker should die with: the driver's for loky (its children outlive a `kill -9`d driver
+    otherwise); None for threads (the driver itself) and Ray (Ray ends a dead driver's actors)."""
+    return os.getpid() if backend == "loky" else None
+
+
+def cache_path(cfg: Mapping[str, Any]) -> str | None:
+    """The response cache file of the run, or None when the cache is off."""
+    cache = cfg.get("cache") or {}
+    return None if cache.get("mode", "off") == "off" else cache.get("path")
+
+
+@contextlib.contextmanager
+def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
+    """Start the backend (and its shared services) for the run configured by `cfg`; stop what was
+    started on exit."""
+    if placement.backend == "ray":
+        # ray is an optional extra, imported only when asked for
+        from pos_bench.runner.pool import ray as ray_pool
+
+        # Workers on other hosts have their node's environment, not the driver's: pass the API keys.
+        env = {name: os.environ[name] for name in key_variables(cfg) if name in os.environ}
+        with ray_pool.session(placement, cache_path(cfg), env, redactor_for(cfg).text) as pool:
+            yield pool
+        return
+    if placement.backend == "threading":
+        # One store for the run's threads (a connection per thread inside), not one per episode.
+        path = cache_path(cfg)
+        store = ResponseStore(path, redact=redactor_for(cfg).text) if path is not None else None
+        yield SlotPool(placement, Shared(LocalBudget(), store))
+        return
+    folder = Path(tempfile.mkdtemp(prefix="pos_bench_budget_"))
+    try:
+        yield SlotPool(placement, Shared(FileBudget(folder)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,127 @@
+"""Episodes on worker slots: each slot is one worker process (loky, through joblib) or one thread, playing one
+episode at a time. A worker that dies (SIGKILL, segfault, out of memory) costs only the episode it was playing,
+which comes back as an `error` result naming the signal; its slot gets a fresh worker and the run goes on. One
+that dies between two episodes costs none: the next episode goes to a fresh worker.
+
+A pool shared by all slots cannot do this: when one of its workers dies, every episode in flight fails with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from joblib.externals.loky import ProcessPoolExecutor
+from joblib.externals.loky.process_executor import BrokenProcessPool
+
+from pos_bench.runner.pool.contract import Placement, Pool, Shared
+from pos_bench.types import EpisodeResult, Task
+
+Work = Callable[[Task], EpisodeResult]
+"""Plays one task; picklable (a module-level function or a `functools.partial` of one) for process slots."""
+
+
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the run and its workers cleanly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Slot:
+    """One worker, busy with at most one episode."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self._executor: Any = None
+
+    def submit(self, work: Work, task: Task) -> Future:
+        try:
+            return self._started().submit(work, task)
+        except BrokenProcessPool:  # the worker died between two episodes: nothing was lost, start a new one
+            self.discard()
+            return self._started().submit(work, task)
+
+    def _started(self) -> Any:
+        if self._executor is None:
+            self._executor = (
+                ThreadPoolExecutor(max_workers=1)
+                if self.backend == "threading"
+                else ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker)
+            )
+        return self._executor
+
+    def discard(self) -> None:
+        """Drop a broken worker; the next episode starts a new one."""
+        self.close()
+        self._executor = None
+
+    def close(self) -> None:
+        if self._executor is None:
+            return
+        if isinstance(self._executor, ThreadPoolExecutor):
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        else:
+            self._executor.shutdown(wait=False, kill_workers=True)
+
+
+def crash_result(task: Task, error: Exception) -> EpisodeResult:
+    """The `error` result of an episode whose worker died or whose result never came back."""
+    text = str(error)
+    codes = re.search(r"exit codes of the workers are \{(.*?)\}", text)
+    if isinstance(error, BrokenProcessPool):
+        code = codes.group(1) if codes else "unknown"
+        cause = f"WorkerDied: the worker process died while playing this episode (exit {code})"
+    else:
+        cause = f"ResultLost: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
+    return EpisodeResult(task_id=task.id, status="error", error=cause, task_meta=dict(task.meta))
+
+
+def play_all(
+    work: Work,
+    tasks: Sequence[Task],
+    *,
+    n_jobs: int,
+    backend: str,
+    tick: Callable[[list[Task]], None] | None = None,
+    tick_seconds: float = 1.0,
+) -> Iterator[EpisodeResult]:
+    """Yield one result per task, in completion order. `tick` sees the tasks in flight about once a second."""
+    size = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
+    queue = deque(tasks)
+    slots = [Slot(backend) for _ in range(max(1, min(size, len(tasks))))]
+    running: dict[Future, tuple[Slot, Task]] = {}
+    try:
+        while queue or running:
+            busy = {id(slot) for slot, _ in running.values()}
+            for slot in slots:
+                if queue and id(slot) not in busy:
+                    task = queue.popleft()
+                    running[slot.submit(work, task)] = (slot, task)
+            done, _ = wait(list(running), timeout=tick_seconds, return_when=FIRST_COMPLETED)
+            for future in done:
+                slot, task = running.pop(future)
+                try:
+                    result = future.result()
+                except Exception as error:  # noqa: BLE001 - a dead worker or a lost result costs its episode only
+                    if isinstance(error, BrokenProcessPool):
+                        slot.discard()
+                    result = crash_result(task, error)
+                yield result
+            if tick is not None:
+                tick([task for _, task in running.values()])
+    finally:
+        for slot in slots:
+            slot.close()
+
+
+class SlotPool(Pool):
+    def __init__(self, placement: Placement, shared: Shared):
+        self.placement = placement
+        self.shared = shared
+
+    def map_unordered(self, play, tasks, *, tick=None):
+        return play_all(play, tasks, n_jobs=self.placement.n_jobs, backend=self.placement.backend, tick=tick)

@@ -1,0 +1,253 @@
+"""Config checks that run before the first episode: a setting that would fail every episode stops the run at
+once, with one message per problem naming the key and what was expected, and no Python traceback.
+
+Every `_target_` node is checked against its class's constructor: an unknown key is reported with the valid
+ones, and each value is validated (pydantic) against the parameter's annotation. The plain records (`runner`,
+`retry`, `cache`, `prices`) are checked the same way against their dataclasses, then built so their own range
+checks run. A model whose key variable is unset or empty is reported too. Then the benchmark, model and method
+are built once, and the method is asked whether it supports the benchmark's first observation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import get_object
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from pos_bench.build import build
+from pos_bench.loop import RetryBudget
+from pos_bench.models.cache import CacheConfig, ResponseStore
+from pos_bench.models.retry import RetryPolicy
+from pos_bench.models.roles import build_model
+from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
+from pos_bench.redact import key_variables
+from pos_bench.runner.episode import no_expert
+from pos_bench.runner.pool import Placement
+from pos_bench.runner.summary import Price
+from pos_bench.types import Observation, Task
+
+HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
+LAX = ConfigDict(arbitrary_types_allowed=True)
+
+
+class ConfigError(ValueError):
+    """The run's config cannot work; the message lists every problem found, one per line."""
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    n_jobs: int = 1
+    """Episodes in flight at once."""
+    backend: str = "loky"
+    """`loky` (one worker process per slot, for CPU-bound engines and local models), `threading` (for remote
+    endpoints, where episodes mostly wait on the network) or `ray` (processes on a Ray cluster); see
+    `runner/pool/`."""
+    workers: int | None = None
+    """Ray: worker processes sharing the `n_jobs` episodes in flight (default: one per episode)."""
+    ray_address: str | None = None
+    """Ray: the cluster to join; default `$RAY_ADDRESS`, else a local instance on loopback."""
+    retry_errors: bool = True
+    """On resume, play again the episodes that ended in an error (their old rows are dropped); false keeps
+    them as finished."""
+    max_meta_per_turn: int = 3
+    """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_jobs == 0 or self.n_jobs < -1:
+            raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
+        self.placement()
+        if self.max_meta_per_turn < 0:
+            raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
+
+    def placement(self) -> Placement:
+        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
+
+
+RECORDS = {
+    "runner": RunnerConfig,
+    "retry": RetryPolicy,
+    "cache": CacheConfig,
+    "prices": Price,
+    "loop": RetryBudget,
+}
+"""The plain config nodes and the records that validate them."""
+
+
+def _annotations(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(function)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve is simply not checked
+        return {}
+
+
+def _parameters(target: Any) -> tuple[dict[str, inspect.Parameter], dict[str, Any], bool]:
+    function = target.__init__ if inspect.isclass(target) else target
+    parameters = dict(inspect.signature(function).parameters)
+    parameters.pop("self", None)
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    return parameters, _annotations(function), open_ended
+
+
+def _value_problem(key: str, value: Any, annotation: Any) -> str | None:
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return None
+    try:
+        adapter = TypeAdapter(annotation, config=LAX)
+    except Exception:  # noqa: BLE001 - a type pydantic cannot express (a Protocol, a callable) is not checked
+        return None
+    try:
+        adapter.validate_python(value)
+    except ValidationError as error:
+        first = error.errors()[0]["msg"]
+        expected = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+        return f"{key}={value!r}: {first} (expected {expected})"
+    return None
+
+
+def signature_problems(
+    path: str, target: Any, values: Mapping[str, Any], *, supplied: tuple[str, ...] = ()
+) -> list[str]:
+    """Problems of `values` as keyword arguments of `target` (unknown keys, wrong types)."""
+    parameters, hints, open_ended = _parameters(target)
+    settable = sorted(k for k, p in parameters.items() if p.kind is not p.VAR_KEYWORD and k not in supplied)
+    name = getattr(target, "__qualname__", str(target))
+    problems = []
+    for key, value in values.items():
+        if key in HYDRA_KEYS:
+            continue
+        full = f"{path}.{key}"
+        if key not in parameters or parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+            if not open_ended:
+                problems.append(f"{full}: not a setting of {name} (its settings: {', '.join(settable)})")
+            continue
+        if isinstance(value, Mapping) and "_target_" in value:
+            problems.extend(node_problems(full, value))
+            continue
+        problem = _value_problem(full, value, hints.get(key, parameters[key].annotation))
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def node_problems(path: str, node: Any, *, supplied: tuple[str, ...] = ()) -> list[str]:
+    """Problems of one `_target_` node; `supplied` names the arguments the runner passes itself."""
+    if not isinstance(node, Mapping) or not isinstance(node.get("_target_"), str):
+        return [f"{path}: expected a config node with a _target_, got {node!r}"]
+    try:
+        target = get_object(node["_target_"])
+    except Exception as error:  # noqa: BLE001 - any import failure is this node's problem
+        return [f"{path}._target_={node['_target_']!r} cannot be loaded: {type(error).__name__}: {error}"]
+    return signature_problems(path, target, node, supplied=supplied)
+
+
+def record_problems(path: str, record: type, values: Any) -> list[str]:
+    """Problems of a plain record node (`runner`, `retry`, `cache`): keys, types, then its own checks."""
+    if values is None:
+        return []
+    if not isinstance(values, Mapping):
+        return [f"{path}: expected a mapping of settings, got {values!r}"]
+    problems = signature_problems(path, record, values)
+    if not problems:
+        try:
+            record(**values)
+        except (TypeError, ValueError) as error:
+            problems.append(f"{path}: {error}")
+    return problems
+
+
+def missing_keys(path: str, node: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    return [
+        f"{path}.api_key_env: the environment variable {name} is unset or empty; export {name}=… (or set "
+        f"{path}.api_key_env to the variable holding the key, or null for a server that takes no key)"
+        for name in dict.fromkeys(key_variables({k: v for k, v in node.items() if k != "roles"}))
+        if not environ.get(name, "").strip()
+    ]
+
+
+def config_problems(
+    cfg: Mapping[str, Any], records: Mapping[str, type], environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """Every problem of a resolved run config. `records` maps the plain nodes to their record types."""
+    environ = os.environ if environ is None else environ
+    problems = node_problems("bench", cfg.get("bench"))
+    problems += node_problems("method", cfg.get("method"), supplied=("model",))
+    models = {"model": cfg.get("model"), **{f"roles.{r}": n for r, n in (cfg.get("roles") or {}).items()}}
+    offline = (cfg.get("cache") or {}).get("mode") == "replay"  # nothing reaches a provider: no key needed
+    for path, node in models.items():
+        found = node_problems(path, node)
+        problems += found
+        if not found and not offline:
+            problems += missing_keys(path, node, environ)
+    for path, record in records.items():
+        if path == "prices":
+            for role, price in (cfg.get("prices") or {}).items():
+                problems += record_problems(f"prices.{role}", record, price)
+        else:
+            problems += record_problems(path, record, cfg.get(path))
+    return problems
+
+
+def check_config(cfg: Mapping[str, Any], records: Mapping[str, type]) -> None:
+    problems = config_problems(cfg, records)
+    if problems:
+        raise ConfigError("the config has problems; nothing was run:\n  " + "\n  ".join(problems))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the pre-flight checks built: the task list and the model's identity."""
+
+    tasks: list[Task]
+    description: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """The benchmark's own labels (e.g. `judge`), added to the run's."""
+
+
+def preflight(cfg: Mapping[str, Any]) -> Prepared:
+    """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
+    check_config(cfg, RECORDS)
+    benchmark, tasks = built_benchmark(cfg)
+    if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
+        raise ConfigError(no_expert(benchmark))
+    labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
+    try:
+        model = build_model(cfg)
+        description = dict(model.describe())
+        method = build(cfg["method"])(model=model)
+    except Exception as error:
+        raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
+    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    if problem:
+        raise ConfigError(problem)
+    cache = CacheConfig(**(cfg.get("cache") or {}))
+    if cache.mode != "off":
+        ResponseStore(cache.path, timeout=5.0).check()
+    return Prepared(tasks, description, labels)
+
+
+def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:
+    """The configured benchmark and its task list; any failure here would fail every episode, so it is
+    reported once, with its cause."""
+    try:
+        benchmark = build(cfg["bench"])
+        return benchmark, list(benchmark.tasks())
+    except Exception as error:
+        cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
+        raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
+
+
+def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
+    """The opening observation of the first task, for the method's `unsupported` check (no action taken)."""
+    env = benchmark.make_env(model)
+    try:
+        return env.reset(tasks[0])
+    finally:
+        env.close()

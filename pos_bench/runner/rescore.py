@@ -1,0 +1,163 @@
+"""`python -m pos_bench.runner.rescore RUN_DIR [override …]`: judge a finished run again from its transcripts.
+
+The run's config is composed again from the overrides recorded for RUN_DIR (its `index.json` entry) plus the
+ones given here, e.g. `bench.judge=llm +model@roles.benchmark_judge=qwen`. Every episode's submission is read
+back from `episodes/<id>/events.jsonl` and scored by the benchmark's own scorer (`RescorableBenchmark`); no
+episode is played and the policy model is never called. The new rows and summary are written beside the old
+ones, named and labelled after the benchmark labels that changed (e.g. `summary.judge=qwen3.7-plus.json`);
+the judge's calls go to `episodes/<id>/rescore.<tag>.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pos_bench import events
+from pos_bench.models.roles import build_model
+from pos_bench.protocols import LabelledBenchmark, RescorableBenchmark
+from pos_bench.redact import redactor_for
+from pos_bench.runner.preflight import ConfigError
+from pos_bench.runner.results import ResultsFile
+from pos_bench.runner.summary import Summary, format_table, summarize, write_summary
+from pos_bench.transcript import Recorded, Transcript, episode_dir
+from pos_bench.types import EpisodeResult, Task, Usage
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
+
+
+@dataclass(frozen=True)
+class Rescored:
+    summary: Summary
+    results: Path
+    summary_path: Path
+    tag: str
+
+
+def recorded_overrides(run_dir: Path) -> list[str]:
+    """The command-line overrides the run folder was made with, from its parent's `index.json`."""
+    index = run_dir.parent / "index.json"
+    entries = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else []
+    for entry in entries:
+        if entry.get("folder") == run_dir.name:
+            return list(entry.get("overrides", []))
+    raise ConfigError(
+        f"{run_dir} is not registered in {index}: re-scoring needs a run made with `python -m pos_bench`"
+    )
+
+
+def _key(override: str) -> str:
+    return override.lstrip("+~").partition("=")[0]
+
+
+def merged(recorded: Sequence[str], new: Sequence[str]) -> list[str]:
+    """`recorded` with every override of a key that `new` sets replaced by the new one."""
+    settable = [f"++{o}" if KEY_OVERRIDE.match(o) and not o.startswith("hydra.") else o for o in new]
+    replaced = {_key(o) for o in settable}
+    kept = [o for o in recorded if _key(o) not in replaced and not _key(o).startswith("hydra.")]
+    return kept + settable
+
+
+def compose_config(overrides: Sequence[str]) -> dict[str, Any]:
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+def _tag(old: Mapping[str, Any], new: Mapping[str, str]) -> str:
+    changed = {k: v for k, v in new.items() if old.get(k) != v} or dict(new)
+    text = ",".join(f"{k}={v}" for k, v in changed.items()) or "rescored"
+    return re.sub(r"[^A-Za-z0-9._=,-]+", "_", text)[:80]
+
+
+def _usage(old: Mapping[str, Usage], new: Mapping[str, Usage]) -> dict[str, Usage]:
+    """The episode's usage with the old scoring calls replaced by the new ones (roles the scorer used)."""
+    return {**{r: u for r, u in old.items() if r not in new and r != "benchmark_judge"}, **new}
+
+
+def rescore_one(
+    benchmark: RescorableBenchmark, cfg: Mapping[str, Any], task: Task, old: EpisodeResult, log_path: Path
+) -> EpisodeResult:
+    """One episode scored again; a scorer failure becomes an `error` row, as in a run."""
+    log = Transcript(log_path, keep=False, redactor=redactor_for(cfg))
+    model = Recorded(build_model(cfg), log)
+    try:
+        episode = list(events.read(log_path.parent / "events.jsonl"))
+        score = benchmark.score_transcript(task, episode, model)
+        return replace(
+            old,
+            success=score.success,
+            score=score.value,
+            extras=dict(score.extras),
+            usage=_usage(old.usage, model.usage),
+        )
+    except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
+        log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
+        return replace(
+            old, status="error", success=False, score=0.0, error=f"rescore: {type(error).__name__}: {error}"
+        )
+    finally:
+        log.close()
+
+
+def rescore(run_dir: Path, overrides: Sequence[str]) -> Rescored:
+    """Score every finished episode of `run_dir` again under the config changed by `overrides`."""
+    cfg = compose_config(merged(recorded_overrides(run_dir), overrides))
+    try:
+        benchmark = instantiate(cfg["bench"], _convert_="all")
+    except Exception as error:
+        raise ConfigError(f"bench cannot be built: {type(error).__name__}: {error}") from error
+    if not isinstance(benchmark, RescorableBenchmark):
+        raise ConfigError(f"{type(benchmark).__name__} cannot score an episode from its transcript")
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    new_labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
+    tag = _tag(meta.get("labels", {}), new_labels)
+    labels = {**meta.get("labels", {}), **new_labels, "scored_from": "events.jsonl"}
+    tasks = {t.id: t for t in benchmark.tasks()}
+    results: list[EpisodeResult] = []
+    for old in ResultsFile(run_dir / "results.jsonl").read():
+        if old.status != "done":
+            results.append(old)
+            continue
+        task = tasks.get(old.task_id, Task(old.task_id, meta=old.task_meta))
+        log_path = episode_dir(run_dir, old.task_id) / f"rescore.{tag}.jsonl"
+        results.append(rescore_one(benchmark, cfg, task, old, log_path))
+    redactor = redactor_for(cfg)
+    out = ResultsFile(run_dir / f"results.{tag}.jsonl", redactor)
+    out.path.unlink(missing_ok=True)
+    for result in results:
+        out.append(result)
+    summary = summarize(results, labels, cfg.get("prices"))
+    summary_path = run_dir / f"summary.{tag}.json"
+    write_summary(summary_path, summary, redactor)
+    return Rescored(summary, out.path, summary_path, tag)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0].startswith("-"):
+        print(__doc__)
+        return 2
+    try:
+        outcome = rescore(Path(args[0]), args[1:])
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(format_table([outcome.summary]))
+    print(f"rescored: {outcome.summary_path} (rows: {outcome.results})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

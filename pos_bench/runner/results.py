@@ -1,0 +1,139 @@
+"""A run's `results.jsonl`: one compact row per episode (`types.result_row`), appended by the one process that
+holds the run folder's lock. Read back strictly: a bad line or a task listed twice stops the run with a message
+naming the file and the fix; only the torn last line a killed run leaves is dropped, with a warning. The run
+folder's lock keeps a second process from writing the same file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from pos_bench.redact import NO_SECRETS, Redactor
+from pos_bench.runner.episode import error_result
+from pos_bench.transcript import dumps
+from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
+
+
+class ResultsError(RuntimeError):
+    """`results.jsonl` cannot be trusted as it is; the message names the line and the fix."""
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+class ResultsFile:
+    def __init__(self, path: Path, redactor: Redactor = NO_SECRETS, *, warn: Callable[[str], None] = warn):
+        self.path = path
+        self.redactor = redactor
+        self.warn = warn
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        """A run killed mid-write can leave a partial last line: move it to `results.jsonl.torn` (that episode
+        is played again) so resume sees whole records."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            torn = self.path.with_name(self.path.name + ".torn")
+            torn.write_bytes(data[cut:])
+            self.path.write_bytes(data[:cut])
+            self.warn(
+                f"{self.path}: its last line was cut off (a killed run); moved to {torn}, that episode "
+                "will be played again"
+            )
+
+    def read(self) -> list[EpisodeResult]:
+        if not self.path.exists():
+            return []
+        results: list[EpisodeResult] = []
+        lines: dict[str, int] = {}
+        with self.path.open("rb") as f:
+            for number, raw in enumerate(f, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    result = result_from_json(json.loads(raw))
+                except (ValueError, TypeError, AttributeError, RecursionError) as error:
+                    raise ResultsError(
+                        f"{self.path} line {number} is not an episode result ({type(error).__name__}: "
+                        f"{str(error)[:200]}). Delete that line (its episode is played again) or move the file "
+                        "aside to start the run over; nothing was run."
+                    ) from error
+                if result.task_id in lines:
+                    raise ResultsError(
+                        f"{self.path} lists task {result.task_id!r} twice (lines {lines[result.task_id]} and "
+                        f"{number}), so its summary would count it twice. Keep one of the two lines, or move the "
+                        "file aside to start the run over; nothing was run."
+                    )
+                lines[result.task_id] = number
+                results.append(result)
+        return results
+
+    def drop_errors(self) -> int:
+        """Remove the rows of errored episodes (they are played again); returns how many."""
+        results = self.read()
+        kept = [r for r in results if r.status != "error"]
+        if len(kept) != len(results):
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text("".join(self._line(r) for r in kept), encoding="utf-8")
+            tmp.replace(self.path)
+        return len(results) - len(kept)
+
+    def _line(self, result: EpisodeResult) -> str:
+        return dumps(result_row(result), self.redactor) + "\n"
+
+    def append(self, result: EpisodeResult) -> None:
+        line = self._line(result)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+class RunLocked(RuntimeError):
+    """Another process is writing the same run folder."""
+
+
+@contextmanager
+def writer_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock: a second process on the same folder is refused, never a second writer."""
+    owner = run_dir / ".writer"
+    lock = FileLock(run_dir / ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = owner.read_text().strip() if owner.is_file() else "unknown"
+        raise RunLocked(
+            f"another pos_bench process ({holder}) is writing {run_dir}; nothing was run. Wait for it to finish "
+            "(then rerun this command to resume) or stop it."
+        ) from None
+    try:
+        owner.write_text(f"pid {os.getpid()}")
+        yield
+    finally:
+        lock.release()
+
+
+def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
+    if retry_errors:
+        results.drop_errors()
+    finished = {r.task_id for r in results.read()}
+    return [t for t in tasks if t.id not in finished]
+
+
+def record(results: ResultsFile, result: EpisodeResult) -> None:
+    """Append `result`; a result that cannot be written becomes an `error` row, so the run goes on."""
+    try:
+        results.append(result)
+    except (TypeError, ValueError, UnicodeError) as error:
+        results.append(error_result(Task(result.task_id, meta=result.task_meta), error))

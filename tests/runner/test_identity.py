@@ -1,0 +1,109 @@
+"""Run identity: what changes the fingerprint, what does not, and the index of run folders."""
+
+import json
+
+import pytest
+
+from pos_bench.runner.identity import (
+    RunIndex,
+    RunMismatch,
+    check_folder,
+    data_identity,
+    folder_name,
+    run_identity,
+)
+
+SCRIPTED = {"provider": "scripted", "model": "scripted", "temperature": 0.0, "test": True}
+
+
+def cfg(**changes):
+    base = {
+        "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark", "n_tasks": 8, "limit": None, "max_turns": 5},
+        "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True, "max_json_retries": 2},
+        "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
+        "runner": {"n_jobs": 1, "backend": "loky", "progress": True, "max_meta_per_turn": 3},
+        "retry": {}, "cache": {"mode": "read_write"}, "prices": {}, "roles": {},
+    }  # fmt: skip
+    for dotted, value in changes.items():
+        node = base
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return base
+
+
+def fingerprint(config, description=SCRIPTED):
+    return run_identity(config, description).fingerprint
+
+
+def test_settings_that_shape_an_episode_change_the_fingerprint():
+    base = fingerprint(cfg())
+    assert fingerprint(cfg()) == base  # stable
+    for change in (
+        {"bench__max_turns": 20},
+        {"method__max_json_retries": 1},
+        {"runner__max_meta_per_turn": 1},
+        {"model__delay": 0.5},
+    ):
+        assert fingerprint(cfg(**change)) != base, change
+    assert fingerprint(cfg(), {**SCRIPTED, "model": "other"}) != base
+
+
+def test_settings_that_cannot_change_an_outcome_keep_the_fingerprint():
+    base = fingerprint(cfg())
+    for change in (
+        {"runner__n_jobs": 8},
+        {"runner__progress": False},
+        {"runner__backend": "threading"},
+        {"bench__limit": 2},
+        {"retry": {"max_attempts": 2}},
+        {"prices": {"default": {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}},
+        {"cache": {"mode": "off"}},
+        {"model__api_key_env": "OTHER_KEY"},
+        {"model__base_url": "http://elsewhere/v1"},
+    ):
+        assert fingerprint(cfg(**change)) == base, change
+    assert fingerprint(cfg(), {**SCRIPTED, "retry": {"max_attempts": 3}, "cache": "read_write"}) == base
+
+
+def test_data_identity_follows_the_content_of_named_paths(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "case1.json").write_text("{}")
+    first = data_identity({"data_dir": str(data), "subset": "all"})
+    assert list(first) == [str(data)]
+    (data / "case2.json").write_text("{}")
+    assert data_identity({"data_dir": str(data)}) != first
+    changed = cfg(bench__data_dir=str(data))
+    assert fingerprint(changed) != fingerprint(cfg(bench__data_dir=str(tmp_path)))
+
+
+def test_each_fingerprint_gets_its_own_folder_and_the_index_says_how_they_differ(tmp_path):
+    index = RunIndex(tmp_path)
+    a = run_identity(cfg(), SCRIPTED)
+    b = run_identity(cfg(bench__max_turns=9), SCRIPTED)
+    folder_a = index.folder_for(a, ["bench=toy", "++bench.limit=2"])
+    assert folder_a.name == f"default-{a.short}"
+    assert index.folder_for(a, ["bench.max_turns=5"]) == folder_a  # found by fingerprint, not by name
+    folder_b = index.folder_for(b, ["++bench.max_turns=9", "++runner.n_jobs=4"])
+    assert folder_b.name == f"max_turns=9-{b.short}"
+    entries = json.loads((tmp_path / "index.json").read_text())
+    assert [e["fingerprint"] for e in entries] == [a.fingerprint, b.fingerprint]
+    assert entries[1]["differs_from"] == [{"folder": folder_a.name, "differs_in": ["bench.max_turns"]}]
+
+
+def test_a_folder_of_other_settings_is_refused_with_the_keys_and_the_command(tmp_path):
+    a = run_identity(cfg(), SCRIPTED)
+    (tmp_path / "run.json").write_text(
+        json.dumps({"identity": {"fingerprint": a.fingerprint, "settings": a.settings}})
+    )
+    (tmp_path / "results.jsonl").write_text('{"task_id": "toy/000", "status": "done"}\n')
+    check_folder(tmp_path, a)
+    with pytest.raises(RunMismatch, match=r"bench.max_turns.*mv "):
+        check_folder(tmp_path, run_identity(cfg(bench__max_turns=7), SCRIPTED))
+
+
+def test_folder_names_leave_out_operational_and_slice_settings():
+    overrides = ["bench=toy", "++runner.n_jobs=2", "++bench.limit=3", "results_root=/x", "+experiment=paper"]
+    assert folder_name(overrides, "abcd1234") == "experiment=paper-abcd1234"

@@ -1,0 +1,53 @@
+"""Transcript events: one typed record per kind, written and read through `pos_bench.events`; a transcript
+recorded before the typed records existed (commit ef74750, a PoS episode on the toy household) reads back."""
+
+import json
+
+from pos_bench import events
+from pos_bench.transcript import Transcript
+from pos_bench.types import Observation, Task, Usage
+from tests.conftest import REPO
+
+RECORDED = REPO / "tests" / "fixtures" / "transcript_before_22" / "events.jsonl"
+
+
+def test_a_transcript_recorded_before_the_change_reads_as_typed_events():
+    read = list(events.read(RECORDED))
+    kinds = [type(e) for e in read]
+    assert kinds[0] is events.Reset and kinds[-1] is events.Score
+    assert kinds.count(events.Step) == 3 and kinds.count(events.Memory) == 3
+    assert events.Other not in kinds
+    calls = [e for e in read if isinstance(e, events.Call)]
+    assert {c.role for c in calls} >= {"agent", "belief"}
+    assert all(isinstance(c.usage, Usage) and c.usage.input_tokens > 0 for c in calls)
+    views = [events.PosMemory.of(e.record) for e in read if isinstance(e, events.Memory)]
+    assert all(v is not None and v.health is not None and v.has_active_gap for v in views)
+    assert [v.step for v in views] == [0, 1, 2]
+
+
+def test_each_recorded_line_is_written_again_as_it_was():
+    for line in RECORDED.read_text().splitlines():
+        data = json.loads(line)
+        assert events.row(events.parse(data), now=data["time"]) == data
+
+
+def test_the_transcript_writes_typed_events_and_an_unknown_kind_reads_as_other(tmp_path):
+    path = tmp_path / "events.jsonl"
+    log = Transcript(path)
+    log.write(events.Reset(task=Task("t/1"), observation=Observation("hello", actions=("look",))))
+    log.write(events.Call(role="belief", reply="{}", usage=Usage(7, 2, 1)))
+    log.write(events.Error(error="boom"))
+    log.close()
+    with path.open("a") as f:
+        f.write(json.dumps({"kind": "from_the_future", "time": 1.0, "x": 1}) + "\n")
+    reset, call, error, other = events.read(path)
+    assert reset.task["id"] == "t/1" and reset.observation["text"] == "hello"
+    assert call.usage == Usage(7, 2, 1) and call.served is None and "served" not in log.events[1]
+    assert error.error == "boom" and "traceback" not in log.events[2]
+    assert other == events.Other(name="from_the_future", data={"x": 1}, time=1.0)
+
+
+def test_a_memory_record_of_another_method_has_no_pos_view():
+    assert events.PosMemory.of({"history_turns": 3}) is None
+    view = events.PosMemory.of({"status": "committed", "committed_belief": {"frontier": None}})
+    assert view is not None and view.has_active_gap and view.active_gap is None
