@@ -21,14 +21,13 @@ import itertools
 import json
 import os
 import statistics
-import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 DEFAULT_SECONDS_PER_CALL = 5.0
 """Assumed seconds per remote call when no recorded run says otherwise (a served 8–70B model at T=0)."""
@@ -330,7 +329,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(format_estimates(estimate(args.overrides, args)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

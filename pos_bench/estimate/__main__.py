@@ -1,0 +1,5 @@
+import sys
+
+from pos_bench.estimate import main
+
+sys.exit(main())
