@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pos_bench.extras import MissingExtra, install_hint
+from pos_bench.models.deadline import deadline
 from pos_bench.models.retry import TransientError, parse_retry_after
 from pos_bench.types import Prompt, Reply
 
@@ -208,7 +209,9 @@ class RemoteModel:
                     f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
                     f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                 ) from error
-            http_client = module.DefaultHttpxClient(verify=tls_for(self.base_url))
+            from pos_bench.models.transport import DeadlineTransport
+
+            http_client = module.DefaultHttpxClient(transport=DeadlineTransport(tls_for(self.base_url)))
             clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
         return clients[settings]
 
@@ -220,7 +223,8 @@ class RemoteModel:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         module, client = self.client
         try:
-            return self.request(client, prompt)
+            with deadline(self.timeout):  # the whole call, connect to last byte (httpx's is per read)
+                return self.request(client, prompt)
         except module.APIStatusError as error:
             if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
                 hint = parse_retry_after(error.response.headers.get("retry-after"))
