@@ -111,6 +111,79 @@ def describe_request(key: str, model_identity: Mapping[str, Any], prompt: Prompt
     )
 
 
+NEAREST_SCAN = 5000
+"""Recorded requests (the newest) compared with a missed one to name the field that differs."""
+
+
+def key_differences(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """The fields of two canonical requests that differ, most telling first: model identity fields by name,
+    then the schema and token budget, then the first message that differs."""
+    found = []
+    had, has = recorded.get("model") or {}, wanted.get("model") or {}
+    for name in sorted(had.keys() | has.keys()):
+        if had.get(name, "<unset>") != has.get(name, "<unset>"):
+            found.append(
+                f"model.{name} (recorded {_short(had.get(name, '<unset>'))}, now {_short(has.get(name, '<unset>'))})"
+            )
+    for name in ("schema", "max_tokens"):
+        if recorded.get(name) != wanted.get(name):
+            found.append(f"{name} (recorded {_short(recorded.get(name))}, now {_short(wanted.get(name))})")
+    old, new = recorded.get("messages") or [], wanted.get("messages") or []
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            found.append(f"messages[{index}] ({_first_change(a, b)})")
+            break
+    else:
+        if len(old) != len(new):
+            found.append(f"messages (recorded {len(old)}, now {len(new)})")
+    return found
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_change(a: list, b: list) -> str:
+    if a[0] != b[0]:
+        return f"role {a[0]!r} recorded, {b[0]!r} now"
+    at = next(
+        (i for i, (x, y) in enumerate(zip(a[1], b[1], strict=False)) if x != y), min(len(a[1]), len(b[1]))
+    )
+    return f"content differs at character {at}: recorded {_short(a[1][at : at + 40])}, now {_short(b[1][at : at + 40])}"
+
+
+def nearest_recorded(path: Path, request: str) -> str:
+    """A sentence naming what differs between `request` and the closest recorded one in the cache file at
+    `path` (the newest `NEAREST_SCAN` rows): few differing fields first, then the longest shared history."""
+    wanted = json.loads(request)
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0) as db:
+            rows = db.execute(
+                "SELECT request FROM responses ORDER BY created DESC LIMIT ?", (NEAREST_SCAN,)
+            ).fetchall()
+    except sqlite3.Error as error:
+        return f"(the cache file {path} could not be searched for the nearest recorded request: {error})"
+    best: tuple[tuple[int, int], list[str]] | None = None
+    for (text,) in rows:
+        try:
+            recorded = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        differences = key_differences(recorded, wanted)
+        shared = _shared_messages(recorded.get("messages") or [], wanted.get("messages") or [])
+        rank = (len(differences), -shared)
+        if best is None or rank < best[0]:
+            best = (rank, differences)
+    if best is None:
+        return f"The cache file {path} holds no recorded request."
+    return f"The nearest recorded request differs in: {'; '.join(best[1]) or 'nothing visible (a redacted secret?)'}."
+
+
+def _shared_messages(a: list, b: list) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def _locked(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
@@ -292,9 +365,13 @@ class Cached:
                 raise CacheMiss(
                     f"replay cache miss: no recorded reply for {describe_request(key, model_identity, prompt, role)} "
                     f"in {self.config.path}. Replay reproduces only a recorded run with the same bench, method and "
-                    "model settings; record it first with cache.mode=read_write or record."
+                    "model settings; record it first with cache.mode=read_write or record. "
+                    + nearest_recorded(Path(self.config.path), request)
                 )
-        reply = self.inner.generate(prompt, role=role)
+        try:
+            reply = self.inner.generate(prompt, role=role)
+        except CacheMiss as miss:  # model=replay behind a read_write cache
+            raise CacheMiss(f"{miss} {nearest_recorded(Path(self.config.path), request)}") from None
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
         # sees exactly what this run saw.
         return self.store.put(key, request, reply, overwrite=self.config.mode == "record")
