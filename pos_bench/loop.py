@@ -102,9 +102,10 @@ def decide(
         prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
 
 
-def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
-    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
-    record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
+def context_error(step: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
+    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result.
+    `step` is the zero-based index of the last environment step, as SPEC-POS numbers steps (not the turn)."""
+    record = {"step": step, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
     log.write("context_error", **record, traceback=traceback.format_exc())
     return record
 
@@ -166,7 +167,7 @@ def play(
                 if not (after.done or (last and turn == max_turns - 1)):
                     raise
                 record = None
-                context_errors.append(context_error(turn, "update", error, log))
+                context_errors.append(context_error(steps - 1, "update", error, log))
             if record:
                 log.write("memory", turn=turn, record=record)
             obs = after
@@ -178,7 +179,7 @@ def play(
         report = dict(method.report())
     except Exception as error:  # noqa: BLE001 - SPEC-POS §5.5: a failed export keeps the outcome
         report = {}
-        context_errors.append(context_error(turn, "export", error, log))
+        context_errors.append(context_error(steps - 1, "export", error, log))
     result = EpisodeResult(
         task_id=task.id,
         status="done",
