@@ -18,7 +18,7 @@ from typing import Any
 from hydra.utils import get_object
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from pos_bench.redact import key_variables
+from pos_bench.redact import env_setting_problems, key_variables
 
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
 LAX = ConfigDict(arbitrary_types_allowed=True)
@@ -124,7 +124,7 @@ def config_problems(
 ) -> list[str]:
     """Every problem of a resolved run config. `records` maps the plain nodes to their record types."""
     environ = os.environ if environ is None else environ
-    problems = node_problems("bench", cfg.get("bench"))
+    problems = env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
     problems += node_problems("method", cfg.get("method"), supplied=("model",))
     models = {"model": cfg.get("model"), **{f"roles.{r}": n for r, n in (cfg.get("roles") or {}).items()}}
     offline = (cfg.get("cache") or {}).get("mode") == "replay"  # nothing reaches a provider: no key needed

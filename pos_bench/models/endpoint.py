@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.deadline import deadline
 from pos_bench.models.retry import TransientError, parse_retry_after
+from pos_bench.redact import is_variable_name, scrub_http_logs
 from pos_bench.types import Prompt, Reply
 
 
@@ -145,6 +146,10 @@ class RemoteModel:
             raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
         if max_concurrency < 1:
             raise ValueError(f"model.max_concurrency must be ≥ 1, got {max_concurrency}")
+        if api_key_env is not None and not is_variable_name(api_key_env):
+            raise ValueError(  # never echoed: it is often the key itself, pasted by mistake
+                "model.api_key_env must name the environment variable that holds the key, not hold the key"
+            )
         self.model = model
         self.name = model
         self.base_url = base_url
@@ -210,6 +215,8 @@ class RemoteModel:
                     f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                 ) from error
             from pos_bench.models.transport import DeadlineTransport
+
+            scrub_http_logs()  # their INFO request lines carry the URL, which may carry credentials
 
             http_client = module.DefaultHttpxClient(transport=DeadlineTransport(tls_for(self.base_url)))
             clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
