@@ -12,6 +12,9 @@ threads and processes of one host can share it; WAL does not work across hosts (
 the file one owner on the driver's node and its workers go through it (`Store`). A model whose `describe()` says
 `cacheable: false` (the scripted test double, whose replies depend on call order) is never cached.
 
+A request the provider refuses as such (`RequestRefused`: a context overflow, an HTTP 400) is recorded like a
+reply and refused again on a repeat, so the replay of an episode that ended on it ends the same way.
+
 `Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
 keys match the recording, and it has no provider behind it.
 """
@@ -30,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
+from pos_bench.models.retry import RequestRefused
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
 
@@ -211,6 +215,27 @@ def _add_served_column(db: sqlite3.Connection) -> None:
                 raise
 
 
+@retry(
+    retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
+)
+def _add_refused_column(db: sqlite3.Connection) -> None:
+    """Cache files written before refusals were recorded get the column (empty: every old row is a reply)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+    if "refused" not in columns:
+        try:
+            db.execute("ALTER TABLE responses ADD COLUMN refused TEXT")
+        except sqlite3.OperationalError as error:  # another connection added it first
+            if "duplicate column" not in str(error):
+                raise
+
+
+def refusal(reply: Reply) -> RequestRefused:
+    """The error a cache row of a refused request stands for: same class name, same message (so the row of a
+    replayed episode reads as the recording's), still a `RequestRefused`."""
+    kind = type(reply.refused or "RequestRefused", (RequestRefused,), {"__module__": __name__})
+    return kind(reply.text)
+
+
 def _storable(text: str) -> str:
     """`text` without lone surrogates, which SQLite's UTF-8 text cannot hold."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -266,9 +291,10 @@ class ResponseStore:
         db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
             "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
-            "served TEXT)"
+            "served TEXT, refused TEXT)"
         )
         _add_served_column(db)
+        _add_refused_column(db)
         db.commit()
 
     def get(self, key: str) -> Reply | None:
@@ -276,7 +302,8 @@ class ResponseStore:
             row = (
                 self._connect()
                 .execute(
-                    "SELECT text, input_tokens, output_tokens, calls, served FROM responses WHERE key = ?",
+                    "SELECT text, input_tokens, output_tokens, calls, served, refused FROM responses "
+                    "WHERE key = ?",
                     (key,),
                 )
                 .fetchone()
@@ -285,7 +312,7 @@ class ResponseStore:
             raise cache_error(self.path, error) from error
         if row is None:
             return None
-        return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True, served=row[4])
+        return Reply(row[0], Usage(row[1], row[2], row[3]), cached=True, served=row[4], refused=row[5])
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
         """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
@@ -300,20 +327,21 @@ class ResponseStore:
             reply.usage.calls,
             time.time(),
             reply.served,
+            reply.refused,
         )
         try:
             with self._connect() as db:
                 db.execute(
                     f"{verb} INTO responses (key, request, text, input_tokens, output_tokens, calls, created, "
-                    "served) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "served, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
         except sqlite3.Error as error:
             raise cache_error(self.path, error) from error
         stored = self.get(key)
-        return (
-            reply if stored is None else Reply(stored.text, stored.usage, cached=False, served=stored.served)
-        )
+        if stored is None:
+            return reply
+        return Reply(stored.text, stored.usage, cached=False, served=stored.served, refused=stored.refused)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -359,6 +387,8 @@ class Cached:
         key = request_key(request)
         if self.config.mode != "record":
             hit = self.store.get(key)
+            if hit is not None and hit.refused:
+                raise refusal(hit)
             if hit is not None:
                 return hit
             if self.config.mode == "replay":
@@ -372,9 +402,20 @@ class Cached:
             reply = self.inner.generate(prompt, role=role)
         except CacheMiss as miss:  # model=replay behind a read_write cache
             raise CacheMiss(f"{miss} {nearest_recorded(Path(self.config.path), request)}") from None
+        except RequestRefused as refused:  # recorded: this request fails the same way on every repeat
+            row = Reply(str(refused), Usage(0, 0, 0), refused=type(refused).__name__)
+            stored = self.store.put(key, request, row, overwrite=self.config.mode == "record")
+            if not stored.refused:  # another worker recorded a reply first
+                return stored
+            if (stored.refused, stored.text) == (row.refused, row.text):
+                raise
+            raise refusal(stored) from refused
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
         # sees exactly what this run saw.
-        return self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+        stored = self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+        if stored.refused:
+            raise refusal(stored)
+        return stored
 
 
 def _single_run(folder: Path) -> Path:

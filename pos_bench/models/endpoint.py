@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.deadline import deadline
-from pos_bench.models.retry import TransientError, parse_retry_after
+from pos_bench.models.retry import RequestRefused, TransientError, parse_retry_after
 from pos_bench.redact import is_variable_name, scrub_http_logs
 from pos_bench.types import Prompt, Reply
 
@@ -37,6 +37,9 @@ PLACEHOLDER_KEY = "not-needed"
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 """Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
+
+REFUSED_STATUS = frozenset({400, 413, 422})
+"""Answers about the request itself (too long, malformed): the same request meets them again."""
 
 _THREAD = threading.local()
 """Each thread's SDK clients, one per endpoint setting: a connection kept open, never a source of answers.
@@ -240,6 +243,8 @@ class RemoteModel:
                     retry_after=hint,
                     rate_limited=error.status_code == 429,
                 ) from error
+            if error.status_code in REFUSED_STATUS:
+                raise RequestRefused(self.explain(error)) from error
             raise RuntimeError(self.explain(error)) from error
         except module.APIConnectionError as error:
             raise TransientError(f"{self.provider} connection failed: {error}") from error

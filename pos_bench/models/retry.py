@@ -32,6 +32,12 @@ class TransientError(RuntimeError):
         self.rate_limited = rate_limited
 
 
+class RequestRefused(RuntimeError):
+    """The provider refused this very request (a context overflow, a schema it cannot compile, an HTTP 400):
+    the same request always fails the same way, so it is not retried, and the response cache records the
+    refusal and raises it again on a repeat, as a replay must (`pos_bench.models.cache`)."""
+
+
 class RetryBudgetExhausted(RuntimeError):
     """Every allowed attempt failed; the message names the last failure."""
 

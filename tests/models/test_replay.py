@@ -99,9 +99,21 @@ def test_anthropic_recording_replays_with_the_server_gone(tmp_path):
 
 def test_embedded_recording_replays_without_loading_the_weights(tmp_path):
     pytest.importorskip("xllamacpp")
-    node = {"_target_": "pos_bench.models.local.LocalModel", "max_tokens": 96}
+    node = {"_target_": "pos_bench.models.local.LocalModel", "max_tokens": 64}
     recorded, replayed = record_then_replay(tmp_path, node, n_tasks=1, max_turns=2)
     assert_same_rows_from_the_cache(recorded, replayed)
+
+
+def test_an_embedded_context_overflow_replays_as_the_same_error_not_a_cache_miss(tmp_path):
+    # What a long raw history on ALFWorld meets: llama.cpp refuses a request past its context, the episode
+    # errors, and the replay must fail at the same request with the same row.
+    pytest.importorskip("xllamacpp")
+    node = {"_target_": "pos_bench.models.local.LocalModel", "max_tokens": 64, "n_ctx": 256}
+    recorded, replayed = record_then_replay(tmp_path, node, n_tasks=1, max_turns=2)
+    (row,) = rows(recorded).values()
+    assert row["status"] == "error" and row["error"].startswith("LocalRequestRefused: ")
+    assert "exceed" in row["error"]
+    assert rows(replayed) == rows(recorded)
 
 
 def miss(tmp_path: Path, prompt: Prompt, **change) -> str:
