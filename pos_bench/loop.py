@@ -104,9 +104,10 @@ def decide(
         prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
 
 
-def context_error(turn: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
-    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result."""
-    record = {"step": turn, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
+def context_error(step: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:
+    """A method failure on the terminal transition (`update`) or in `report()` (`export`), kept on the result.
+    `step` is the zero-based index of the last environment step, as SPEC-POS numbers steps (not the turn)."""
+    record = {"step": step, "phase": phase, "error_type": type(error).__name__, "error": str(error)[:2000]}
     log.write(events.ContextError(**record, traceback=traceback.format_exc()))
     return record
 
@@ -211,7 +212,7 @@ def act(
             if not (after.done or (last and last_turn)):
                 raise
             record = None
-            tally.context_errors.append(context_error(turn, "update", error, log))
+            tally.context_errors.append(context_error(tally.steps - 1, "update", error, log))
         if record:
             log.write(events.Memory(turn=turn, record=record))
         obs = after
@@ -229,7 +230,7 @@ def finish(
         report = dict(method.report())
     except Exception as error:  # noqa: BLE001 - SPEC-POS §5.5: a failed export keeps the outcome
         report = {}
-        tally.context_errors.append(context_error(tally.turn, "export", error, log))
+        tally.context_errors.append(context_error(tally.steps - 1, "export", error, log))
     result = EpisodeResult(
         task_id=task.id,
         status="done",

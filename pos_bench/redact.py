@@ -1,9 +1,16 @@
 """Secret redaction: no file pos_bench writes holds the value of an API-key variable, even when a server echoes
-the key back in an error body.
+the key back in an error body, nor a credential written into a URL.
 
 The secrets are the values of the environment variables that the config names in any `api_key_env` key (or a
 provider's default for it), plus every variable whose name looks like a credential (`*_API_KEY`, `*_TOKEN`,
 `*_SECRET`). Values shorter than `MIN_SECRET_CHARS` are ignored: they cannot be told apart from ordinary text.
+
+Credentials in a URL of the config (user info, and the values of key-like query parameters such as `api-key`,
+`token`, `sig`) are secrets too, whatever their length: the exact `user:password@` and `name=value` texts are
+redacted wherever they appear, and the bare password or value when it is long enough to be told apart.
+`scrub_urls` cuts them out of any URL by pattern, for text whose config is unknown (the HTTP clients' logs,
+through `UrlScrubber`). A value in an `*_env` setting that is not a variable name (a key pasted by mistake) is
+a secret as well, and `env_setting_problems` refuses it without repeating it.
 """
 
 from __future__ import annotations
@@ -11,11 +18,13 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from hydra.utils import get_object
 
@@ -67,7 +76,8 @@ def key_variables(node: Any) -> Iterable[str]:
     that takes an `api_key_env` argument without the node setting it."""
     if isinstance(node, Mapping):
         if isinstance(node.get("api_key_env"), str):
-            yield node["api_key_env"]
+            if is_variable_name(node["api_key_env"]):  # anything else is refused, never looked up or shown
+                yield node["api_key_env"]
         elif "api_key_env" not in node and isinstance(node.get("_target_"), str):
             yield from _defaults_of(node["_target_"])
         for value in node.values():
@@ -95,4 +105,104 @@ def redactor_for(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = Non
     names = set(key_variables(cfg)) | {name for name in environ if CREDENTIAL_NAME.search(name)}
     pairs = {(name, environ.get(name, "").strip()) for name in names}
     pairs = {(n, v) for n, v in pairs if len(v) >= MIN_SECRET_CHARS}
+    pairs |= set(config_secrets(cfg))
     return Redactor(tuple(sorted(pairs, key=lambda p: (-len(p[1]), p[0]))))
+
+
+MIN_URL_SECRET_CHARS = 6
+"""A bare password or query value this long is redacted anywhere; a shorter one only in its URL form."""
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+KEY_LIKE_PARAMETER = re.compile(r"key|token|secret|sig|pass|pwd|auth|credential|session", re.IGNORECASE)
+"""Query parameters whose value is a credential (`api-key`, `access_token`, `sig`, `password`, …)."""
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+USER_INFO = re.compile(r"(?<=://)[^/?#@\s]*@")
+QUERY_PARAMETER = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
+
+
+def is_variable_name(value: str) -> bool:
+    return VARIABLE_NAME.fullmatch(value) is not None
+
+
+def _settings(node: Any, path: str = "") -> Iterator[tuple[str, str, str]]:
+    """(dotted path, key, value) of every string setting in a config tree."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _settings(value, f"{path}.{key}" if path else str(key))
+            if isinstance(value, str):
+                yield (f"{path}.{key}" if path else str(key)), str(key), value
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from _settings(value, f"{path}[{index}]")
+
+
+def env_setting_problems(cfg: Mapping[str, Any]) -> list[str]:
+    """An `*_env` setting must name an environment variable; anything else (often the key itself, pasted
+    by mistake) is refused, and its value is never repeated."""
+    return [
+        f"{path}: must name an environment variable (letters, digits and _), but holds something else "
+        f"({len(value)} characters, not shown: it may be a key pasted by mistake). Put the key in a variable "
+        f"(export MY_KEY=…) and set {path}=MY_KEY."
+        for path, key, value in _settings(cfg)
+        if key.endswith("_env") and not is_variable_name(value)
+    ]
+
+
+def url_credentials(url: str) -> Iterator[str]:
+    """The credential texts of one URL: its `user:password@` part and password, and the `name=value` text
+    and value of each key-like query parameter."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        yield parts.netloc.rpartition("@")[0] + "@"
+        if parts.password:
+            yield parts.password
+    for _, name, value in QUERY_PARAMETER.findall(f"?{parts.query}"):
+        if value and KEY_LIKE_PARAMETER.search(name):
+            yield from (f"{name}={value}", value)
+
+
+def config_secrets(cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(setting path, secret) for the URL credentials and the misplaced keys of a config."""
+    for path, key, value in _settings(cfg):
+        if key.endswith("_env") and not is_variable_name(value):
+            yield path, value
+        for url in URL.findall(value):
+            for secret in url_credentials(url):
+                if len(secret) >= MIN_URL_SECRET_CHARS or "=" in secret or secret.endswith("@"):
+                    yield path, secret
+
+
+def scrub_urls(text: str) -> str:
+    """`text` with the user info and the key-like query values of every URL in it replaced."""
+    if "://" not in text:
+        return text
+    return URL.sub(_scrub_url, text)
+
+
+def _scrub_url(match: re.Match[str]) -> str:
+    url = USER_INFO.sub("[redacted]@", match.group(0))
+    return QUERY_PARAMETER.sub(
+        lambda m: f"{m[1]}{m[2]}=[redacted]" if KEY_LIKE_PARAMETER.search(m[2]) else m[0], url
+    )
+
+
+class UrlScrubber(logging.Filter):
+    """A logging filter that scrubs URL credentials from each record's message (the HTTP clients log every
+    request's URL at INFO, which Hydra writes to the run's log file)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        scrubbed = scrub_urls(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, ()
+        return True
+
+
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic")
+
+
+def scrub_http_logs() -> None:
+    """Attach `UrlScrubber` to the loggers of the HTTP clients and SDKs (once per logger)."""
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, UrlScrubber) for f in logger.filters):
+            logger.addFilter(UrlScrubber())

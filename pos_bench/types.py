@@ -135,6 +135,9 @@ class Reply:
     served: str | None = None
     """The model revision the server says answered (OpenAI-compatible: the response's `model`, plus its
     `system_fingerprint`), when it says; kept with a cached reply."""
+    refused: str | None = None
+    """Only on a response-cache row: the class name of the `RequestRefused` error the request met, whose
+    message is `text`. The cache raises it again instead of answering, so a replay fails where the recording did."""
 
 
 @dataclass(frozen=True)

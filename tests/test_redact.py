@@ -1,12 +1,23 @@
 """Secret redaction: the values of the key variables a config reads never reach a written file."""
 
 import json
+import logging
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pos_bench import events
-from pos_bench.redact import NO_SECRETS, Redactor, redactor_for
+from pos_bench.models.openai import OpenAIModel
+from pos_bench.redact import (
+    NO_SECRETS,
+    Redactor,
+    env_setting_problems,
+    key_variables,
+    redactor_for,
+    scrub_http_logs,
+    scrub_urls,
+)
 from pos_bench.transcript import Transcript, write_result
 
 OPENAI = {"_target_": "pos_bench.models.openai.OpenAIModel", "model": "m"}
@@ -90,3 +101,51 @@ def test_json_text_is_the_walked_redaction_and_never_holds_the_secret(data, secr
 
 def test_json_text_without_secrets_is_plain_json():
     assert NO_SECRETS.json_text({"a": [1, "b"]}) == json.dumps({"a": [1, "b"]})
+
+
+URL_SECRET = "s3cr3tQ"
+
+
+def test_url_credentials_are_scrubbed_by_pattern_whatever_their_length():
+    line = 'HTTP Request: POST http://ann:pw@h:1/v1/chat?api-key=ab&Signature=xy&limit=5 "HTTP/1.1 200 OK"'
+    assert scrub_urls(line) == (
+        "HTTP Request: POST http://[redacted]@h:1/v1/chat?api-key=[redacted]&Signature=[redacted]&limit=5 "
+        '"HTTP/1.1 200 OK"'
+    )
+    assert scrub_urls("no url, a key=value and user:pw@host") == "no url, a key=value and user:pw@host"
+
+
+def test_url_credentials_in_the_config_are_secrets_of_the_run():
+    url = f"http://user:{URL_SECRET}@127.0.0.1:9/v1?api-key=secret&token=ab&page=2"
+    redactor = redactor_for({"model": {**OPENAI, "base_url": url, "api_key_env": None}}, {})
+    out = redactor.text(f"POST {url}/chat failed: {URL_SECRET} / page=2")
+    assert URL_SECRET not in out and "secret" not in out and "token=ab" not in out
+    assert "page=2" in out and "127.0.0.1:9/v1" in out
+
+
+def test_a_key_pasted_into_an_env_setting_is_refused_unrepeated_and_redacted():
+    pasted = "sk-proj-Abc123-pasted"
+    cfg = {"model": {**OPENAI, "api_key_env": pasted}, "roles": {"judge": {"token_env": "JUDGE_TOKEN"}}}
+    (problem,) = env_setting_problems(cfg)
+    assert (
+        problem.startswith("model.api_key_env: must name an environment variable") and pasted not in problem
+    )
+    assert pasted not in list(key_variables(cfg))  # never looked up in the environment, so never echoed
+    assert (
+        redactor_for(cfg, {}).text(f"variable {pasted} unset")
+        == "variable [redacted $model.api_key_env] unset"
+    )
+    with pytest.raises(ValueError, match="not hold the key") as raised:
+        OpenAIModel("m", api_key_env=pasted)
+    assert pasted not in str(raised.value)
+
+
+def test_the_http_clients_request_log_is_scrubbed(caplog):
+    scrub_http_logs()
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("httpx2").info("HTTP Request: %s %s", "POST", f"http://u:{URL_SECRET}@h/v1?key=abc")
+    assert (
+        URL_SECRET not in caplog.text
+        and "key=abc" not in caplog.text
+        and "http://[redacted]@h" in caplog.text
+    )

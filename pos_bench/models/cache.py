@@ -12,6 +12,9 @@ threads and processes of one host can share it; WAL does not work across hosts (
 the file one owner on the driver's node and its workers go through it (`Store`). A model whose `describe()` says
 `cacheable: false` (the scripted test double, whose replies depend on call order) is never cached.
 
+A request the provider refuses as such (`RequestRefused`: a context overflow, an HTTP 400) is recorded like a
+reply and refused again on a repeat, so the replay of an episode that ended on it ends the same way.
+
 `Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
 keys match the recording, and it has no provider behind it.
 """
@@ -30,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
+from pos_bench.models.retry import RequestRefused
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
 
@@ -111,6 +115,79 @@ def describe_request(key: str, model_identity: Mapping[str, Any], prompt: Prompt
     )
 
 
+NEAREST_SCAN = 5000
+"""Recorded requests (the newest) compared with a missed one to name the field that differs."""
+
+
+def key_differences(recorded: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """The fields of two canonical requests that differ, most telling first: model identity fields by name,
+    then the schema and token budget, then the first message that differs."""
+    found = []
+    had, has = recorded.get("model") or {}, wanted.get("model") or {}
+    for name in sorted(had.keys() | has.keys()):
+        if had.get(name, "<unset>") != has.get(name, "<unset>"):
+            found.append(
+                f"model.{name} (recorded {_short(had.get(name, '<unset>'))}, now {_short(has.get(name, '<unset>'))})"
+            )
+    for name in ("schema", "max_tokens"):
+        if recorded.get(name) != wanted.get(name):
+            found.append(f"{name} (recorded {_short(recorded.get(name))}, now {_short(wanted.get(name))})")
+    old, new = recorded.get("messages") or [], wanted.get("messages") or []
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            found.append(f"messages[{index}] ({_first_change(a, b)})")
+            break
+    else:
+        if len(old) != len(new):
+            found.append(f"messages (recorded {len(old)}, now {len(new)})")
+    return found
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_change(a: list, b: list) -> str:
+    if a[0] != b[0]:
+        return f"role {a[0]!r} recorded, {b[0]!r} now"
+    at = next(
+        (i for i, (x, y) in enumerate(zip(a[1], b[1], strict=False)) if x != y), min(len(a[1]), len(b[1]))
+    )
+    return f"content differs at character {at}: recorded {_short(a[1][at : at + 40])}, now {_short(b[1][at : at + 40])}"
+
+
+def nearest_recorded(path: Path, request: str) -> str:
+    """A sentence naming what differs between `request` and the closest recorded one in the cache file at
+    `path` (the newest `NEAREST_SCAN` rows): few differing fields first, then the longest shared history."""
+    wanted = json.loads(request)
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0) as db:
+            rows = db.execute(
+                "SELECT request FROM responses ORDER BY created DESC LIMIT ?", (NEAREST_SCAN,)
+            ).fetchall()
+    except sqlite3.Error as error:
+        return f"(the cache file {path} could not be searched for the nearest recorded request: {error})"
+    best: tuple[tuple[int, int], list[str]] | None = None
+    for (text,) in rows:
+        try:
+            recorded = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        differences = key_differences(recorded, wanted)
+        shared = _shared_messages(recorded.get("messages") or [], wanted.get("messages") or [])
+        rank = (len(differences), -shared)
+        if best is None or rank < best[0]:
+            best = (rank, differences)
+    if best is None:
+        return f"The cache file {path} holds no recorded request."
+    return f"The nearest recorded request differs in: {'; '.join(best[1]) or 'nothing visible (a redacted secret?)'}."
+
+
+def _shared_messages(a: list, b: list) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def _locked(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
@@ -136,6 +213,27 @@ def _add_served_column(db: sqlite3.Connection) -> None:
         except sqlite3.OperationalError as error:  # another connection added it first
             if "duplicate column" not in str(error):
                 raise
+
+
+@retry(
+    retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
+)
+def _add_refused_column(db: sqlite3.Connection) -> None:
+    """Cache files written before refusals were recorded get the column (empty: every old row is a reply)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+    if "refused" not in columns:
+        try:
+            db.execute("ALTER TABLE responses ADD COLUMN refused TEXT")
+        except sqlite3.OperationalError as error:  # another connection added it first
+            if "duplicate column" not in str(error):
+                raise
+
+
+def refusal(reply: Reply) -> RequestRefused:
+    """The error a cache row of a refused request stands for: same class name, same message (so the row of a
+    replayed episode reads as the recording's), still a `RequestRefused`."""
+    kind = type(reply.refused or "RequestRefused", (RequestRefused,), {"__module__": __name__})
+    return kind(reply.text)
 
 
 def _storable(text: str) -> str:
@@ -193,9 +291,10 @@ class ResponseStore:
         db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
             "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
-            "served TEXT)"
+            "served TEXT, refused TEXT)"
         )
         _add_served_column(db)
+        _add_refused_column(db)
         db.commit()
 
     def get(self, key: str) -> Reply | None:
@@ -203,7 +302,8 @@ class ResponseStore:
             row = (
                 self._connect()
                 .execute(
-                    "SELECT text, input_tokens, output_tokens, calls, served FROM responses WHERE key = ?",
+                    "SELECT text, input_tokens, output_tokens, calls, served, refused FROM responses "
+                    "WHERE key = ?",
                     (key,),
                 )
                 .fetchone()
@@ -212,7 +312,7 @@ class ResponseStore:
             raise cache_error(self.path, error) from error
         if row is None:
             return None
-        return Reply(text=row[0], usage=Usage(row[1], row[2], row[3]), cached=True, served=row[4])
+        return Reply(row[0], Usage(row[1], row[2], row[3]), cached=True, served=row[4], refused=row[5])
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
         """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
@@ -227,20 +327,21 @@ class ResponseStore:
             reply.usage.calls,
             time.time(),
             reply.served,
+            reply.refused,
         )
         try:
             with self._connect() as db:
                 db.execute(
                     f"{verb} INTO responses (key, request, text, input_tokens, output_tokens, calls, created, "
-                    "served) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "served, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
         except sqlite3.Error as error:
             raise cache_error(self.path, error) from error
         stored = self.get(key)
-        return (
-            reply if stored is None else Reply(stored.text, stored.usage, cached=False, served=stored.served)
-        )
+        if stored is None:
+            return reply
+        return Reply(stored.text, stored.usage, cached=False, served=stored.served, refused=stored.refused)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -286,18 +387,35 @@ class Cached:
         key = request_key(request)
         if self.config.mode != "record":
             hit = self.store.get(key)
+            if hit is not None and hit.refused:
+                raise refusal(hit)
             if hit is not None:
                 return hit
             if self.config.mode == "replay":
                 raise CacheMiss(
                     f"replay cache miss: no recorded reply for {describe_request(key, model_identity, prompt, role)} "
                     f"in {self.config.path}. Replay reproduces only a recorded run with the same bench, method and "
-                    "model settings; record it first with cache.mode=read_write or record."
+                    "model settings; record it first with cache.mode=read_write or record. "
+                    + nearest_recorded(Path(self.config.path), request)
                 )
-        reply = self.inner.generate(prompt, role=role)
+        try:
+            reply = self.inner.generate(prompt, role=role)
+        except CacheMiss as miss:  # model=replay behind a read_write cache
+            raise CacheMiss(f"{miss} {nearest_recorded(Path(self.config.path), request)}") from None
+        except RequestRefused as refused:  # recorded: this request fails the same way on every repeat
+            row = Reply(str(refused), Usage(0, 0, 0), refused=type(refused).__name__)
+            stored = self.store.put(key, request, row, overwrite=self.config.mode == "record")
+            if not stored.refused:  # another worker recorded a reply first
+                return stored
+            if (stored.refused, stored.text) == (row.refused, row.text):
+                raise
+            raise refusal(stored) from refused
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
         # sees exactly what this run saw.
-        return self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+        stored = self.store.put(key, request, reply, overwrite=self.config.mode == "record")
+        if stored.refused:
+            raise refusal(stored)
+        return stored
 
 
 def _single_run(folder: Path) -> Path:

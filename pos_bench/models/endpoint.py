@@ -20,7 +20,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pos_bench.extras import MissingExtra, install_hint
-from pos_bench.models.retry import TransientError, parse_retry_after
+from pos_bench.models.deadline import deadline
+from pos_bench.models.retry import RequestRefused, TransientError, parse_retry_after
+from pos_bench.redact import is_variable_name, scrub_http_logs
 from pos_bench.types import Prompt, Reply
 
 
@@ -35,6 +37,9 @@ PLACEHOLDER_KEY = "not-needed"
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 """Besides every 5xx: timeout, conflict, too early and rate-limited answers are worth another attempt."""
+
+REFUSED_STATUS = frozenset({400, 413, 422})
+"""Answers about the request itself (too long, malformed): the same request meets them again."""
 
 _THREAD = threading.local()
 """Each thread's SDK clients, one per endpoint setting: a connection kept open, never a source of answers.
@@ -144,6 +149,10 @@ class RemoteModel:
             raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
         if max_concurrency < 1:
             raise ValueError(f"model.max_concurrency must be ≥ 1, got {max_concurrency}")
+        if api_key_env is not None and not is_variable_name(api_key_env):
+            raise ValueError(  # never echoed: it is often the key itself, pasted by mistake
+                "model.api_key_env must name the environment variable that holds the key, not hold the key"
+            )
         self.model = model
         self.name = model
         self.base_url = base_url
@@ -208,7 +217,11 @@ class RemoteModel:
                     f"the {self.provider} provider needs the `{self.sdk}` package: install it with "
                     f"{install_hint(self.extra) if self.extra else 'pip install ' + self.sdk}."
                 ) from error
-            http_client = module.DefaultHttpxClient(verify=tls_for(self.base_url))
+            from pos_bench.models.transport import DeadlineTransport
+
+            scrub_http_logs()  # their INFO request lines carry the URL, which may carry credentials
+
+            http_client = module.DefaultHttpxClient(transport=DeadlineTransport(tls_for(self.base_url)))
             clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
         return clients[settings]
 
@@ -220,7 +233,8 @@ class RemoteModel:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         module, client = self.client
         try:
-            return self.request(client, prompt)
+            with deadline(self.timeout):  # the whole call, connect to last byte (httpx's is per read)
+                return self.request(client, prompt)
         except module.APIStatusError as error:
             if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
                 hint = parse_retry_after(error.response.headers.get("retry-after"))
@@ -229,6 +243,8 @@ class RemoteModel:
                     retry_after=hint,
                     rate_limited=error.status_code == 429,
                 ) from error
+            if error.status_code in REFUSED_STATUS:
+                raise RequestRefused(self.explain(error)) from error
             raise RuntimeError(self.explain(error)) from error
         except module.APIConnectionError as error:
             raise TransientError(f"{self.provider} connection failed: {error}") from error

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.extras import MissingExtra, install_hint
+from pos_bench.models.retry import RequestRefused
 from pos_bench.types import Prompt, Reply, Usage
 from pos_bench.weights import embedded_weights as find_embedded_weights
 from pos_bench.weights import file_sha256
@@ -29,7 +30,11 @@ MISSING_RUNTIME = (
 
 
 class LocalModelError(RuntimeError):
-    """The embedded runtime refused or failed a request (context overflow, bad schema, load failure)."""
+    """The embedded runtime could not serve (load failure) or refused a request."""
+
+
+class LocalRequestRefused(LocalModelError, RequestRefused):
+    """llama.cpp refused this request (context overflow, a schema it cannot turn into a grammar)."""
 
 
 def runtime_version() -> str:
@@ -228,7 +233,7 @@ class LocalModel:
         try:
             return xllamacpp.json_schema_to_grammar(bounded)
         except ValueError as error:
-            raise LocalModelError(
+            raise LocalRequestRefused(
                 f"llama.cpp cannot turn this JSON schema into a grammar: {error}"
             ) from error
 
@@ -242,10 +247,10 @@ class LocalModel:
         try:
             result = self._server.handle_chat_completions(self._request(prompt))
         except ValueError as error:
-            raise LocalModelError(f"llama.cpp rejected the {role!r} request: {error}") from error
+            raise LocalRequestRefused(f"llama.cpp rejected the {role!r} request: {error}") from error
         if "error" in result:
             problem = result["error"]
-            raise LocalModelError(
+            raise LocalRequestRefused(
                 f"llama.cpp failed the {role!r} request ({problem.get('type')}): {problem.get('message')}; "
                 f"n_ctx={self.n_ctx}"
             )

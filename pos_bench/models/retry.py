@@ -17,6 +17,7 @@ from typing import Any
 import tenacity
 from tenacity import RetryCallState, RetryError
 
+from pos_bench.models.deadline import deadline
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply
 
@@ -31,6 +32,12 @@ class TransientError(RuntimeError):
         self.rate_limited = rate_limited
 
 
+class RequestRefused(RuntimeError):
+    """The provider refused this very request (a context overflow, a schema it cannot compile, an HTTP 400):
+    the same request always fails the same way, so it is not retried, and the response cache records the
+    refusal and raises it again on a repeat, as a replay must (`pos_bench.models.cache`)."""
+
+
 class RetryBudgetExhausted(RuntimeError):
     """Every allowed attempt failed; the message names the last failure."""
 
@@ -40,7 +47,8 @@ class RetryPolicy:
     max_attempts: int = 6
     """Attempts per call, the first included."""
     max_seconds: float = 600.0
-    """Total time one call may spend retrying before it gives up."""
+    """Total time of one call, its attempts and backoffs included: an attempt in flight at this limit is cut
+    (`pos_bench.models.deadline`), and no backoff ends past it."""
     initial_wait: float = 1.0
     """First backoff in seconds; it doubles per attempt, plus up to `jitter` seconds."""
     max_wait: float = 60.0
@@ -106,12 +114,14 @@ class Retrying:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
             wait=WaitRetryAfter(self.policy),
+            # No backoff that would end past `max_seconds`; the attempt in flight is cut by the deadline.
             stop=tenacity.stop_after_attempt(self.policy.max_attempts)
-            | tenacity.stop_after_delay(self.policy.max_seconds),
+            | tenacity.stop_before_delay(self.policy.max_seconds),
             sleep=self._sleep,
         )
         try:
-            return retrying(self.inner.generate, prompt, role=role)
+            with deadline(self.policy.max_seconds):
+                return retrying(self.inner.generate, prompt, role=role)
         except RetryError as gave_up:
             attempt = gave_up.last_attempt
             raise RetryBudgetExhausted(

@@ -121,15 +121,20 @@ class Pos(MethodBase):
         self.step += 1
         try:
             return self._process(index, step)
-        except BeliefFailure as error:
-            if not after.done:
-                raise
-            # §5.5: a belief failure on the final transition must not change the environment's outcome
-            self.records.context_errors.append(
-                {"step": index, "phase": "update", "error_type": type(error).__name__, "error": str(error)}
-            )
-            self._end_recovery("task_terminal", index)
-            return {"step": index, "context_error": str(error)}
+        except Exception as error:
+            # §5.5: any failure on the terminal transition is a context error; the loop keeps the environment's
+            # outcome and records it (result, transcript, results row), so it propagates like any other.
+            if after.done:
+                self.records.context_errors.append(
+                    {
+                        "step": index,
+                        "phase": "update",
+                        "error_type": type(error).__name__,
+                        "error": str(error),
+                    }
+                )
+                self._end_recovery("task_terminal", index)
+            raise
 
     def _process(self, index: int, step: Step) -> dict[str, Any]:
         after = step.after

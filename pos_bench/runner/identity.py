@@ -29,6 +29,7 @@ from filelock import FileLock
 from pos_bench import __version__
 from pos_bench.models.cache import NOT_IDENTITY
 from pos_bench.models.cache import identity as model_identity
+from pos_bench.redact import scrub_urls
 from pos_bench.types import to_jsonable
 
 SLICE_KEYS = frozenset({"start", "limit"})
@@ -193,7 +194,7 @@ class RunIndex:
                     "folder": folder,
                     "fingerprint": run.fingerprint,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "overrides": list(overrides),
+                    "overrides": [scrub_urls(o) for o in overrides],
                     "settings": run.settings,
                     "differs_from": others,
                 }

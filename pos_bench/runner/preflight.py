@@ -27,7 +27,7 @@ from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
-from pos_bench.redact import key_variables
+from pos_bench.redact import env_setting_problems, key_variables
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
@@ -177,7 +177,7 @@ def config_problems(
 ) -> list[str]:
     """Every problem of a resolved run config. `records` maps the plain nodes to their record types."""
     environ = os.environ if environ is None else environ
-    problems = node_problems("bench", cfg.get("bench"))
+    problems = env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
     problems += node_problems("method", cfg.get("method"), supplied=("model",))
     models = {"model": cfg.get("model"), **{f"roles.{r}": n for r, n in (cfg.get("roles") or {}).items()}}
     offline = (cfg.get("cache") or {}).get("mode") == "replay"  # nothing reaches a provider: no key needed

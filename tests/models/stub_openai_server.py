@@ -2,7 +2,9 @@
 
 Stdlib only (`http.server` on 127.0.0.1, port 0, in a thread). Each request may be answered after a fixed
 `delay`, and faults are injected from a queue: `"429"` (with `Retry-After`), `"500"`, `"hang"` (sleep past
-the client's timeout), `"malformed"` (a 200 whose body is not JSON). The stub records what it received and the
+the client's timeout), `"malformed"` (a 200 whose body is not JSON), `"drip"` (a normal answer whose body
+leaves one byte per `drip_interval` after prompt headers) and `"drip_headers"` (the status line and headers
+too, byte by byte): each read of the client returns in time, only a deadline on the whole call stops them. The stub records what it received and the
 highest number of requests it had in flight at once.
 """
 
@@ -48,6 +50,7 @@ class Faults:
     queue: deque[str] = field(default_factory=deque)
     retry_after: str = "0"
     hang_seconds: float = 3 * IMPATIENT
+    drip_interval: float = 1.0
     rule: Callable[[Mapping[str, Any]], str | None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -162,6 +165,9 @@ class StubServer:
                 self._send(handler, 500, self.error_body("internal error"))
             elif fault == "malformed":
                 self._send_raw(handler, 200, b'{"id": "x", "choices": [ {"trunc')
+            elif fault in ("drip", "drip_headers"):
+                status, payload = self.respond(handler.path, body)
+                self._drip(handler, status, json.dumps(payload).encode(), headers_too=fault == "drip_headers")
             else:
                 status, payload = self.respond(handler.path, body)
                 self._send(handler, status, payload)
@@ -188,6 +194,18 @@ class StubServer:
             handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+    def _drip(self, handler: BaseHTTPRequestHandler, status: int, data: bytes, *, headers_too: bool) -> None:
+        head = (
+            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode()
+        if not headers_too:
+            handler.wfile.write(head)
+            handler.wfile.flush()
+        for byte in [bytes([b]) for b in (head + data if headers_too else data)]:
+            handler.wfile.write(byte)
+            handler.wfile.flush()
+            time.sleep(self.faults.drip_interval)
 
     def error_body(self, message: str) -> Any:
         return {"error": {"message": message, "type": "stub_error"}}

@@ -9,7 +9,9 @@ import threading
 import pytest
 
 from pos_bench.models.cache import CacheConfig, Cached, CacheError, CacheMiss, Replayed, ResponseStore
+from pos_bench.models.local import LocalRequestRefused
 from pos_bench.models.openai import OpenAIModel
+from pos_bench.models.retry import RequestRefused
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.types import Message, Prompt, Reply, Usage
@@ -93,6 +95,27 @@ def test_replay_miss_raises_naming_the_request_and_never_calls_the_provider(tmp_
     assert replay.generate(PROMPT).text == "answer 1"
     with pytest.raises(CacheMiss, match=r"replay cache miss.*role belief.*'echo'.*go to shelf 1"):
         replay.generate(PROMPT.extended(Message("user", "go to shelf 1")), role="belief")
+
+
+class Refuses(Echo):
+    """Refuses every request, as a provider does one past its context."""
+
+    def generate(self, prompt, *, role="agent"):
+        self.calls += 1
+        raise LocalRequestRefused(f"request {self.calls} exceeds the available context size")
+
+
+def test_a_refused_request_is_recorded_and_refused_again_on_replay(tmp_path):
+    refuses = Refuses()
+    with pytest.raises(LocalRequestRefused, match="request 1 exceeds"):
+        cached(refuses, tmp_path).generate(PROMPT)
+    with pytest.raises(RequestRefused, match="request 1 exceeds") as again:
+        cached(refuses, tmp_path).generate(PROMPT)
+    assert refuses.calls == 1 and type(again.value).__name__ == "LocalRequestRefused"
+    with pytest.raises(RequestRefused, match="request 1 exceeds") as replayed:
+        cached(Unreachable(), tmp_path, mode="replay").generate(PROMPT)
+    assert type(replayed.value).__name__ == "LocalRequestRefused"
+    assert cached(Echo(), tmp_path).generate(PROMPT.extended(Message("user", "x"))).text == "answer 1"
 
 
 def test_record_always_calls_and_overwrites(tmp_path):

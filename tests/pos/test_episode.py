@@ -118,3 +118,22 @@ def test_rca_under_pos_shows_no_format_example_or_hint():
     user = agent["prompt"]["messages"][1]["content"]
     assert REASONING_HINT not in user and "Example" not in user
     assert user.index("Current observation:") < 5
+
+
+def test_t63_a_terminal_belief_failure_reaches_the_result_and_transcript_with_the_spec_step():
+    # turn 0 runs two actions; the submission (env step 1) ends the episode and its belief update fails
+    reply = json.dumps({"thought": "done", "actions": [QUERIES[0], SUBMIT_CALL]})
+    from pos_bench.benchmarks.rca.benchmark import RCABenchmark
+
+    bench = RCABenchmark(source="synthetic", n_synthetic=1)
+    log = Transcript()
+    model = Recorded(PosScript(agent=[reply], updates=[delta(), "not json"]).model(), log)
+    env = bench.make_env(model)
+    result = play(bench.tasks()[0], env, Pos(model), model, brief=bench.brief, max_turns=3, log=log)
+    env.close()
+    assert (result.status, result.turns, result.steps) == ("done", 1, 2)
+    ((error), *rest) = result.context_errors
+    assert not rest and (error["step"], error["phase"], error["error_type"]) == (1, "update", "BeliefFailure")
+    (event,) = log.of_kind("context_error")
+    assert (event["step"], event["error_type"]) == (1, "BeliefFailure")
+    assert result.report["context_errors"][0]["step"] == error["step"]  # one numbering: the env step

@@ -64,11 +64,31 @@ def test_t13_missing_owner_gets_one_repair_then_raises():
         act(pos, 0)
 
 
-def test_t63_terminal_failure_recorded_not_raised():
+def test_t63_terminal_failure_is_reported_and_raised_for_the_loop_to_record():
     pos, _ = started(PosScript(updates=["not json"]))
-    record = act(pos, 0, "You move the mug 1 to the cabinet 1.", done=True, won=True)
-    assert "context_error" in record
-    assert pos.report()["context_errors"][0]["phase"] == "update"
+    with pytest.raises(BeliefFailure):  # the loop keeps the outcome and records it (§5.5)
+        act(pos, 0, "You move the mug 1 to the cabinet 1.", done=True, won=True)
+    (error,) = pos.report()["context_errors"]
+    assert (error["step"], error["phase"], error["error_type"]) == (0, "update", "BeliefFailure")
+
+
+def model_down(prompt):
+    raise ConnectionError("belief model unreachable")
+
+
+@pytest.mark.parametrize("failure", ["not json", model_down], ids=["BeliefFailure", "ConnectionError"])
+def test_a_failed_terminal_update_closes_the_recovery_as_task_terminal(failure):
+    pos, _ = started(PosScript(updates=[delta()] * 4 + [failure]), trapping=SMALL)
+    for t in range(4):
+        act(pos, t)
+    assert pos.report()["active_recovery"] is not None
+    with pytest.raises(Exception) as raised:
+        act(pos, 4, "You move the mug 1 to the cabinet 1.", done=True, won=True)
+    report = pos.report()
+    assert report["active_recovery"] is None
+    assert report["recovery_history"][-1]["status"] == "task_terminal"
+    assert report["recovery_history"][-1]["step"] == 4
+    assert report["context_errors"][-1]["error_type"] == type(raised.value).__name__
 
 
 def test_t22_repaired_path_two_extra_calls():

@@ -6,6 +6,7 @@ domain label, as upstream MCP servers do, so the shared catalog's domain and rol
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,11 @@ PAGING: Mapping[str, Mapping[str, Any]] = {
     "limit": {"type": "integer", "description": "Items per page, 1–200 (default 50)."},
 }
 """The `offset` / `limit` arguments of every listing tool (see `workspace.page`)."""
+
+
+MAX_ARGUMENT_CHARS = 100_000
+"""Characters one call's arguments may hold (as JSON text): far above what a reply of the policy's token
+budget carries, far below what would fill the disk or the transcript (a 20 MB `fs_write_file` is refused)."""
 
 
 class ToolError(Exception):
@@ -59,7 +65,15 @@ class Tool:
         }
 
     def check(self, arguments: Mapping[str, Any]) -> None:
-        """Raise `ToolError` naming every argument that is unknown, missing or of the wrong JSON type."""
+        """Raise `ToolError` naming every argument that is unknown, missing or of the wrong JSON type, or
+        all of them when together they are over `MAX_ARGUMENT_CHARS`."""
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str))
+        if size > MAX_ARGUMENT_CHARS:
+            raise ToolError(
+                f"Argument error for {self.name}: the arguments hold {size:,} characters, over the "
+                f"{MAX_ARGUMENT_CHARS:,} one call may carry; nothing was done. Send less (e.g. write a file "
+                "in parts, or only what the task needs)."
+            )
         problems = [f"unknown argument {k!r}" for k in arguments if k not in self.properties]
         problems += [f"missing required argument {k!r}" for k in self.required if k not in arguments]
         for key, value in arguments.items():

@@ -20,6 +20,7 @@ from pos_bench.benchmarks.loca.mini.benchmark import (
     task_id,
 )
 from pos_bench.benchmarks.loca.mini.generation import SCALES, SEEDS, nominal_tokens
+from pos_bench.benchmarks.loca.mini.tools import MAX_ARGUMENT_CHARS
 from pos_bench.loop import play
 from pos_bench.protocols import MethodBase
 from pos_bench.runner import run as run_config
@@ -309,6 +310,21 @@ def test_paths_stay_inside_the_agent_workspace_and_changes_are_reported():
     assert env.step(ToolCall("fs_read_file", {"path": "alert_template.csv"})).text.startswith("sku,name")
     listing = json.loads(env.step(ToolCall("fs_list_directory", {})).text)
     assert [e["path"] for e in listing["entries"]] == ["/workspace/alert_template.csv", "/workspace/notes"]
+    env.close()
+
+
+def test_arguments_over_the_cap_are_refused_with_a_message_the_model_sees():
+    env = LocaEnv()
+    env.reset(task("inventory_alert"))
+    huge = env.step(ToolCall("fs_write_file", {"path": "big.txt", "content": "x" * 20_000_000}))
+    assert huge.info["status"] == "error" and not huge.done
+    assert "20,000,0" in huge.text and f"{MAX_ARGUMENT_CHARS:,} one call may carry" in huge.text
+    listing = json.loads(env.step(ToolCall("fs_list_directory", {})).text)
+    assert "/workspace/big.txt" not in [e["path"] for e in listing["entries"]]  # nothing was written
+    under = env.step(
+        ToolCall("fs_write_file", {"path": "ok.txt", "content": "x" * (MAX_ARGUMENT_CHARS // 2)})
+    )
+    assert under.info["status"] == "ok"
     env.close()
 
 
