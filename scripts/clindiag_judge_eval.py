@@ -95,9 +95,8 @@ def targets(items: Sequence[Item], accepted: Sequence[bool]) -> list[str]:
     ):
         value, n = rate(forms)
         met = value <= bound if op == "≤" else value >= bound
-        lines.append(
-            f"{'+'.join(forms)} accepted {value:.1f}% of {n} (target {op} {bound:g}%): {'met' if met else 'NOT met'}"
-        )
+        verdict = "no items" if not n else "met" if met else "NOT met"
+        lines.append(f"{'+'.join(forms)} accepted {value:.1f}% of {n} (target {op} {bound:g}%): {verdict}")
     return lines
 
 

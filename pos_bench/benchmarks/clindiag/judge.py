@@ -404,9 +404,10 @@ def brackets(text: str) -> tuple[str, list[str]]:
 
 def _names_a_condition(part: str) -> bool:
     """A bracketed part that reads as a name on its own: an abbreviation or ending in a disease word."""
-    words = _raw_words(brackets(part)[0])
+    plain = brackets(part)[0].strip()
+    words = _raw_words(plain)
     last = words[-1].lower() if words else ""
-    abbreviation = len(words) == 1 and capitals(words[0])
+    abbreviation = " " not in plain and sum(c.isupper() for c in plain) >= 2
     return abbreviation or last in HEADS or last.endswith(DISEASE_ENDINGS)
 
 
