@@ -175,14 +175,31 @@ def select_games(root: Path, split_name: str = DEFAULT_SPLIT) -> list[Game]:
         rel = trial.relative_to(split).as_posix()
         if "movable" in rel or "Sliced" in rel:
             continue
-        kind = TASK_TYPES.get(json.loads(traj.read_text(encoding="utf-8"))["task_type"])
+        trajectory = _game_json(traj, rel)
+        kind = TASK_TYPES.get(trajectory.get("task_type"))
         gamefile = trial / "game.tw-pddl"
         if kind is None or not gamefile.is_file():
             continue
-        if json.loads(gamefile.read_text(encoding="utf-8")).get("solvable") is not True:
+        if _game_json(gamefile, rel).get("solvable") is not True:
             continue
         games.append(Game(id=rel, gamefile=gamefile, task_type=kind))
     return sorted(games, key=lambda g: g.id)
+
+
+def _game_json(path: Path, game: str) -> dict:
+    """A game's JSON object; anything else is an error naming the file and the game."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"ALFWorld game {game}: {path} is not UTF-8 JSON ({type(error).__name__}: {error}); restore it from "
+            "the original data"
+        ) from error
+    if not isinstance(payload, dict):
+        raise TypeError(
+            f"ALFWorld game {game}: {path} should hold a JSON object, got {type(payload).__name__}"
+        )
+    return payload
 
 
 def has_help(game: dict) -> bool:
