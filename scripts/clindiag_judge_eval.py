@@ -1,7 +1,8 @@
 """Measure a ClinDiag judge on a labelled fixture generated from the cases (see clindiag/fixture.py).
 
 Prints one confusion table per form (true/false positives/negatives, acceptance rate) and the targets of
-issue 13 for the rules judge. With `--llm MODEL` it also grades (a per-form sample of) the fixture with the LLM
+issues 13 and 27 for the rules judge (the adversarial `doubt` and `listed` forms carry a reasoning that argues
+for them). With `--llm MODEL` it also grades (a per-form sample of) the fixture with the LLM
 judge served by that model config (conf/model/MODEL.yaml plus `--set key=value` overrides).
 
     python scripts/clindiag_judge_eval.py [--data DIR] [--judge pkg.module:Class] [--by-variant]
@@ -44,7 +45,9 @@ def load_cases(data_dir: str | None, manifest: str | None) -> tuple[list[CaseTex
 
 def grader(judge: object, keys: dict[str, data.AnswerKey]) -> Grader:
     def grade(item: Item, case: CaseText) -> bool:
-        verdict = judge.judge(Submission(item.submitted), keys[item.case], record=case.record)
+        verdict = judge.judge(
+            Submission(item.submitted, "", item.reasoning), keys[item.case], record=case.record
+        )
         return bool(verdict.diagnosis_correct)
 
     return grade
@@ -87,12 +90,13 @@ def targets(items: Sequence[Item], accepted: Sequence[bool]) -> list[str]:
         (("other_case",), "≤", 2.0),
         (("exact", "prefixed"), "≥", 95.0),
         (("rewritten",), "≥", 85.0),
+        (("doubt", "listed"), "≤", 0.0),
+        (("equivalent",), "≥", 85.0),
     ):
         value, n = rate(forms)
         met = value <= bound if op == "≤" else value >= bound
-        lines.append(
-            f"{'+'.join(forms)} accepted {value:.1f}% of {n} (target {op} {bound:g}%): {'met' if met else 'NOT met'}"
-        )
+        verdict = "no items" if not n else "met" if met else "NOT met"
+        lines.append(f"{'+'.join(forms)} accepted {value:.1f}% of {n} (target {op} {bound:g}%): {verdict}")
     return lines
 
 

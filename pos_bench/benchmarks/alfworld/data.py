@@ -10,7 +10,9 @@ import hashlib
 import importlib.util
 import json
 import os
+import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ set (140), `train` 3,553 (SPEC-BENCH §2.1)."""
 DEFAULT_SPLIT = "valid_unseen"
 TARBALL = "alfworld_json_2.1.1_valid_unseen_134.tar.gz"
 """The staged tarball beside the repository; it holds `valid_unseen` only."""
+TARBALL_ENDINGS = (".tar.gz", ".tgz", ".tar")
 
 
 def split_dir(split: str) -> Path:
@@ -31,8 +34,6 @@ def split_dir(split: str) -> Path:
         raise ValueError(f"bench.split must be one of {', '.join(SPLITS)}; got {split!r}")
     return Path("json_2.1.1") / split
 
-
-SPLIT = split_dir(DEFAULT_SPLIT)
 
 TASK_TYPES = {
     "pick_and_place_simple": "pick_and_place",
@@ -78,19 +79,60 @@ def staged_dir() -> Path:
     return staging.staged_dir("alfworld")
 
 
-def _usable(path: Path, split: str) -> Path | None:
-    """The data root `path` stands for (a tree holding the split, a folder with the tarball, or the
-    tarball itself), unpacking a tarball if needed; None when it holds neither or lacks the split."""
+SEARCH_DEPTH = 4
+"""How many folders deep below a data root, or the root of an unpacked tarball, `json_2.1.1` is looked for
+(upstream tarballs hold `data/alfworld/json_2.1.1/…`)."""
+
+
+def _holding_split(root: Path, split: str, depth: int = SEARCH_DEPTH) -> Path | None:
+    """The shallowest folder at most `depth` levels below `root` that holds `json_2.1.1/<split>` (breadth
+    first, names sorted, never descending into a `json_2.1.1` tree itself)."""
     wanted = split_dir(split)
-    if path.is_file() and path.name.endswith(".tar.gz"):
-        root: Path | None = unpack(path)
-    elif (path / wanted).is_dir():
-        return path
-    elif (path / TARBALL).is_file():
-        root = unpack(path / TARBALL)
-    else:
+    level = [root]
+    for _ in range(depth + 1):
+        found = next((d for d in level if (d / wanted).is_dir()), None)
+        if found is not None:
+            return found
+        level = [
+            child
+            for d in level
+            for child in sorted(d.iterdir())
+            if child.is_dir() and not child.is_symlink() and child.name != wanted.parts[0]
+        ]
+    return None
+
+
+def _tarball_holds(tarball: Path, split: str) -> bool:
+    """Whether `tarball` has a member under `json_2.1.1/<split>/`, read from its index without extracting."""
+    marker = f"{split_dir(split).as_posix()}/"
+    try:
+        with tarfile.open(tarball) as bundle:
+            return any(marker in f"{name}/" for name in bundle.getnames())
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return False
+
+
+def _usable(path: Path, split: str) -> Path | None:
+    """The data root `path` stands for, unpacking a tarball if needed; None when it holds no `<split>`.
+
+    `path` may be a tree holding `json_2.1.1/<split>` at most SEARCH_DEPTH folders down, a tarball of any name
+    with that inside (at any depth up to the same bound), or a folder holding such a tarball (the staged one
+    first, then the others in name order; a tarball is unpacked only when its index lists the split)."""
+    if path.is_file():
+        return _holding_split(unpack(path), split) if path.name.endswith(TARBALL_ENDINGS) else None
+    if not path.is_dir():
         return None
-    return root if root is not None and (root / wanted).is_dir() else None
+    found = _holding_split(path, split)
+    if found is not None:
+        return found
+    tarballs = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TARBALL_ENDINGS))
+    tarballs.sort(key=lambda p: p.name != TARBALL)
+    for tarball in tarballs:
+        if _tarball_holds(tarball, split):
+            found = _holding_split(unpack(tarball), split)
+            if found is not None:
+                return found
+    return None
 
 
 def find_data_root(data_dir: str | Path | None, split: str = DEFAULT_SPLIT) -> Path:
@@ -111,17 +153,17 @@ def find_data_root(data_dir: str | Path | None, split: str = DEFAULT_SPLIT) -> P
         if found is not None:
             return found
     looked = ", ".join(str(p) for p in candidates)
-    staged = f", a folder holding {TARBALL}, or that tarball itself" if split == DEFAULT_SPLIT else ""
     raise FileNotFoundError(
-        f"ALFWorld data for split {split} not found (looked in: {looked}); expected a directory containing "
-        f"{split_dir(split)}{staged}. Fix: run `alfworld-download` (needs network), or point bench.data_dir or "
+        f"ALFWorld data for split {split} not found (looked in: {looked}); expected a directory with "
+        f"{split_dir(split)} at most {SEARCH_DEPTH} folders down, a tarball holding it (any name), or a folder "
+        "holding such a tarball. Fix: run `alfworld-download` (needs network), or point bench.data_dir or "
         "ALFWORLD_DATA at a copy of the data"
     )
 
 
 def unpack(tarball: Path) -> Path:
     """Extract `tarball` once into the cache (see `staging.unpack`); return the extracted root."""
-    return staging.unpack(tarball, cache_root(), expect=Path("json_2.1.1"))
+    return staging.unpack(tarball, cache_root())
 
 
 def select_games(root: Path, split_name: str = DEFAULT_SPLIT) -> list[Game]:
@@ -133,14 +175,31 @@ def select_games(root: Path, split_name: str = DEFAULT_SPLIT) -> list[Game]:
         rel = trial.relative_to(split).as_posix()
         if "movable" in rel or "Sliced" in rel:
             continue
-        kind = TASK_TYPES.get(json.loads(traj.read_text(encoding="utf-8"))["task_type"])
+        trajectory = _game_json(traj, rel)
+        kind = TASK_TYPES.get(trajectory.get("task_type"))
         gamefile = trial / "game.tw-pddl"
         if kind is None or not gamefile.is_file():
             continue
-        if json.loads(gamefile.read_text(encoding="utf-8")).get("solvable") is not True:
+        if _game_json(gamefile, rel).get("solvable") is not True:
             continue
         games.append(Game(id=rel, gamefile=gamefile, task_type=kind))
     return sorted(games, key=lambda g: g.id)
+
+
+def _game_json(path: Path, game: str) -> dict:
+    """A game's JSON object; anything else is an error naming the file and the game."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(
+            f"ALFWorld game {game}: {path} is not UTF-8 JSON ({type(error).__name__}: {error}); restore it from "
+            "the original data"
+        ) from error
+    if not isinstance(payload, dict):
+        raise TypeError(
+            f"ALFWorld game {game}: {path} should hold a JSON object, got {type(payload).__name__}"
+        )
+    return payload
 
 
 def has_help(game: dict) -> bool:

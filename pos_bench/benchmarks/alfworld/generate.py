@@ -7,7 +7,7 @@ Games are written in 2.1.1 text (the packaged 2.1.2 logic without the `help` act
 rewrites undone), so `bench.text_version=2.1.1` plays them as written and `2.1.2` through the loader's patch;
 `text_version="2.1.2"` writes the packaged logic unchanged.
 
-    python -m pos_bench.benchmarks.alfworld.generate /tmp/games   # one game of each task type
+    python -m pos_bench.benchmarks.alfworld.generate /tmp/games [split]   # one game of each task type
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pos_bench.benchmarks.alfworld.data import (
+    DEFAULT_SPLIT,
     GRAMMAR_REWRITES,
-    SPLIT,
     TASK_TYPES,
     TEXT_VERSIONS,
     packaged_logic,
+    split_dir,
 )
 
 GOAL_PLACEHOLDER = "UNKNOWN GOAL"
@@ -223,8 +224,10 @@ def logic(text_version: str) -> tuple[str, str]:
     return domain, grammar
 
 
-def write_game(root: Path, spec: GameSpec, *, text_version: str = "2.1.1") -> Path:
-    """Write one game under `root` in the data-tree layout; return its trial directory."""
+def write_game(
+    root: Path, spec: GameSpec, *, text_version: str = "2.1.1", split: str = DEFAULT_SPLIT
+) -> Path:
+    """Write one game under `root/json_2.1.1/<split>` in the data-tree layout; return its trial directory."""
     room = plan_room(spec)
     domain, grammar = logic(text_version)
     if GOAL_PLACEHOLDER not in grammar:
@@ -232,7 +235,7 @@ def write_game(root: Path, spec: GameSpec, *, text_version: str = "2.1.1") -> Pa
             f"the packaged alfred.twl2 has no {GOAL_PLACEHOLDER!r} placeholder to put the goal in"
         )
     name = f"{spec.task_type}-{room.target}-None-{room.parent}-{spec.seed}"
-    trial = root / SPLIT / name / f"trial_gen_{spec.receptacles}_{spec.objects}_{spec.seed}"
+    trial = root / split_dir(split) / name / f"trial_gen_{spec.receptacles}_{spec.objects}_{spec.seed}"
     trial.mkdir(parents=True, exist_ok=True)
     game = {
         "pddl_domain": domain,
@@ -257,10 +260,13 @@ def write_game(root: Path, spec: GameSpec, *, text_version: str = "2.1.1") -> Pa
     return trial
 
 
-def write_tree(root: Path, specs: list[GameSpec], *, text_version: str = "2.1.1") -> Path:
-    """Write every game of `specs` under `root`; `root` is then a `bench.data_dir` for bench=alfworld."""
+def write_tree(
+    root: Path, specs: list[GameSpec], *, text_version: str = "2.1.1", split: str = DEFAULT_SPLIT
+) -> Path:
+    """Write every game of `specs` under `root` in `split`; `root` is then a `bench.data_dir` for
+    bench=alfworld with that `bench.split`."""
     for spec in specs:
-        write_game(root, spec, text_version=text_version)
+        write_game(root, spec, text_version=text_version, split=split)
     return root
 
 
@@ -270,4 +276,4 @@ def one_of_each(*, receptacles: int = 5, objects: int = 4, seed: int = 0) -> lis
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "generated_alfworld")
-    print(write_tree(target, one_of_each()))
+    print(write_tree(target, one_of_each(), split=sys.argv[2] if len(sys.argv) > 2 else DEFAULT_SPLIT))

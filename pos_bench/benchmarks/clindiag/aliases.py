@@ -1,8 +1,14 @@
-"""Medical name tables for ClinDiag's rules judge: standard abbreviations and synonym groups.
+"""Medical name tables for ClinDiag's rules judge: standard abbreviations, synonym and eponym groups, and the
+one word equivalence the judge applies everywhere.
 
-General clinical vocabulary, written for this project and independent of any benchmark case. Abbreviations are
-expanded only where the text writes them in capitals (so "all" and "men" stay English words); synonym groups map
-every member to the group's first member. Entries are in plain words: the judge normalises them like any name.
+General clinical vocabulary, written for this project from the author's knowledge of standard usage and
+independent of any benchmark case. Sources the entries follow (not copied, and not machine-checked against them):
+the entry terms of the U.S. National Library of Medicine's MeSH vocabulary (meshb.nlm.nih.gov), the index of
+ICD-10/ICD-11, and the usual clinical abbreviation references (e.g. Stedman's Medical Abbreviations). An
+abbreviation with several standard readings is either left out or given the reading of a disease name (the
+judge compares disease names). Abbreviations are expanded only where the text writes them in capitals (so "all"
+and "men" stay English words); synonym and eponym groups map a whole name to the group's first member, never a
+part of a longer name. Entries are in plain words: the judge normalises them like any name.
 """
 
 from __future__ import annotations
@@ -134,6 +140,159 @@ ABBREVIATIONS: Mapping[str, str] = {
     "vWD": "von willebrand disease",
     "VWD": "von willebrand disease",
     "WPW": "wolff parkinson white syndrome",
+    # psychiatry and neurology
+    "MDD": "major depressive disorder",
+    "GAD": "generalized anxiety disorder",
+    "PTSD": "post traumatic stress disorder",
+    "OCD": "obsessive compulsive disorder",
+    "ADHD": "attention deficit hyperactivity disorder",
+    "BPD": "borderline personality disorder",
+    "NMDAR": "n methyl d aspartate receptor",
+    "AIDP": "acute inflammatory demyelinating polyneuropathy",
+    "MOGAD": "myelin oligodendrocyte glycoprotein antibody associated disease",
+    "PSP": "progressive supranuclear palsy",
+    "CVST": "cerebral venous sinus thrombosis",
+    "ICH": "intracerebral hemorrhage",
+    "SDH": "subdural hematoma",
+    "TBI": "traumatic brain injury",
+    "IIH": "idiopathic intracranial hypertension",
+    "NPH": "normal pressure hydrocephalus",
+    # endocrine and metabolic
+    "PHPT": "primary hyperparathyroidism",
+    "HPT": "hyperparathyroidism",
+    "MODY": "maturity onset diabetes of the young",
+    "HHS": "hyperosmolar hyperglycemic state",
+    "MEN1": "multiple endocrine neoplasia type 1",
+    "MEN2": "multiple endocrine neoplasia type 2",
+    "MEN2A": "multiple endocrine neoplasia type 2a",
+    "MEN2B": "multiple endocrine neoplasia type 2b",
+    "PTC": "papillary thyroid carcinoma",
+    "MTC": "medullary thyroid carcinoma",
+    "ATC": "anaplastic thyroid carcinoma",
+    "FHH": "familial hypocalciuric hypercalcemia",
+    "GHD": "growth hormone deficiency",
+    # cardiology, vascular and pulmonary
+    "ACS": "acute coronary syndrome",
+    "NSTEMI": "non st elevation myocardial infarction",
+    "AF": "atrial fibrillation",
+    "HFrEF": "heart failure with reduced ejection fraction",
+    "HFpEF": "heart failure with preserved ejection fraction",
+    "DCM": "dilated cardiomyopathy",
+    "ARVC": "arrhythmogenic right ventricular cardiomyopathy",
+    "PFO": "patent foramen ovale",
+    "SVT": "supraventricular tachycardia",
+    "VT": "ventricular tachycardia",
+    "CTEPH": "chronic thromboembolic pulmonary hypertension",
+    "SCAD": "spontaneous coronary artery dissection",
+    "TAK": "takayasu arteritis",
+    "ILD": "interstitial lung disease",
+    "NSIP": "nonspecific interstitial pneumonia",
+    "UIP": "usual interstitial pneumonia",
+    "COP": "cryptogenic organizing pneumonia",
+    "ABPA": "allergic bronchopulmonary aspergillosis",
+    "LAM": "lymphangioleiomyomatosis",
+    "CAP": "community acquired pneumonia",
+    "HAP": "hospital acquired pneumonia",
+    "VAP": "ventilator associated pneumonia",
+    # gastroenterology, liver and kidney
+    "AIH": "autoimmune hepatitis",
+    "MASLD": "metabolic dysfunction associated steatotic liver disease",
+    "EoE": "eosinophilic esophagitis",
+    "SBP": "spontaneous bacterial peritonitis",
+    "SIBO": "small intestinal bacterial overgrowth",
+    "GI": "gastrointestinal",
+    "HRS": "hepatorenal syndrome",
+    "ATN": "acute tubular necrosis",
+    "AIN": "acute interstitial nephritis",
+    "RPGN": "rapidly progressive glomerulonephritis",
+    "MN": "membranous nephropathy",
+    "RTA": "renal tubular acidosis",
+    "ESRD": "end stage renal disease",
+    # haematology and oncology
+    "HL": "hodgkin lymphoma",
+    "MCL": "mantle cell lymphoma",
+    "MZL": "marginal zone lymphoma",
+    "FL": "follicular lymphoma",
+    "PTCL": "peripheral t cell lymphoma",
+    "CTCL": "cutaneous t cell lymphoma",
+    "ALCL": "anaplastic large cell lymphoma",
+    "PCNSL": "primary central nervous system lymphoma",
+    "CNS": "central nervous system",
+    "MPN": "myeloproliferative neoplasm",
+    "ET": "essential thrombocythemia",
+    "PV": "polycythemia vera",
+    "PMF": "primary myelofibrosis",
+    "CMML": "chronic myelomonocytic leukemia",
+    "JMML": "juvenile myelomonocytic leukemia",
+    "HIT": "heparin induced thrombocytopenia",
+    "TMA": "thrombotic microangiopathy",
+    "aHUS": "atypical hemolytic uremic syndrome",
+    "IDA": "iron deficiency anemia",
+    "G6PD": "glucose 6 phosphate dehydrogenase",
+    "ECD": "erdheim chester disease",
+    "RDD": "rosai dorfman disease",
+    "IgG4-RD": "igg4 related disease",
+    "BCC": "basal cell carcinoma",
+    "DCIS": "ductal carcinoma in situ",
+    "IDC": "invasive ductal carcinoma",
+    "ILC": "invasive lobular carcinoma",
+    "NPC": "nasopharyngeal carcinoma",
+    "ESCC": "esophageal squamous cell carcinoma",
+    "PDAC": "pancreatic ductal adenocarcinoma",
+    "NET": "neuroendocrine tumor",
+    "PNET": "primitive neuroectodermal tumor",
+    "MPNST": "malignant peripheral nerve sheath tumor",
+    "DFSP": "dermatofibrosarcoma protuberans",
+    "UPS": "undifferentiated pleomorphic sarcoma",
+    "RMS": "rhabdomyosarcoma",
+    "HGSC": "high grade serous carcinoma",
+    "CUP": "cancer of unknown primary",
+    "KS": "kaposi sarcoma",
+    # infection
+    "CDI": "clostridioides difficile infection",
+    "MRSA": "methicillin resistant staphylococcus aureus",
+    "MSSA": "methicillin susceptible staphylococcus aureus",
+    "NTM": "nontuberculous mycobacteria",
+    "IE": "infective endocarditis",
+    "HBV": "hepatitis b virus",
+    "HCV": "hepatitis c virus",
+    "HPV": "human papillomavirus",
+    "RSV": "respiratory syncytial virus",
+    "COVID-19": "coronavirus disease 2019",
+    "STSS": "streptococcal toxic shock syndrome",
+    "TSS": "toxic shock syndrome",
+    # immunology, rheumatology, skin
+    "AOSD": "adult onset still disease",
+    "AAV": "anca associated vasculitis",
+    "MPA": "microscopic polyangiitis",
+    "PsA": "psoriatic arthritis",
+    "SpA": "spondyloarthritis",
+    "MCTD": "mixed connective tissue disease",
+    "IBM": "inclusion body myositis",
+    "IMNM": "immune mediated necrotizing myopathy",
+    "CAPS": "cryopyrin associated periodic syndrome",
+    "TRAPS": "tumor necrosis factor receptor associated periodic syndrome",
+    "HAE": "hereditary angioedema",
+    "CGD": "chronic granulomatous disease",
+    "XLA": "x linked agammaglobulinemia",
+    "AGEP": "acute generalized exanthematous pustulosis",
+    "SSSS": "staphylococcal scalded skin syndrome",
+    # genetics and paediatrics
+    "DMD": "duchenne muscular dystrophy",
+    "BMD": "becker muscular dystrophy",
+    "FSHD": "facioscapulohumeral muscular dystrophy",
+    "DM1": "myotonic dystrophy type 1",
+    "OI": "osteogenesis imperfecta",
+    "EDS": "ehlers danlos syndrome",
+    "PWS": "prader willi syndrome",
+    "RDS": "respiratory distress syndrome",
+    "HIE": "hypoxic ischemic encephalopathy",
+    "KD": "kawasaki disease",
+    "CF": "cystic fibrosis",
+    "PCD": "primary ciliary dyskinesia",
+    "VHL": "von hippel lindau disease",
+    "FTD": "frontotemporal dementia",
+    "DLB": "dementia with lewy bodies",
 }
 """Abbreviation (as usually written) → expansion."""
 
@@ -189,6 +348,61 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("polycythemia vera", "primary polycythemia"),
 )
 """Groups of names for one condition; the first member is the form both sides are rewritten to."""
+
+EPONYMS: tuple[tuple[str, ...], ...] = (
+    ("reactive arthritis", "reiter syndrome", "reiter disease"),
+    ("systemic sclerosis with calcinosis", "crest syndrome"),
+    ("granulomatous thyroiditis", "de quervain thyroiditis", "subacute granulomatous thyroiditis"),
+    ("stenosing tenosynovitis of the first dorsal compartment", "de quervain tenosynovitis"),
+    ("primary hyperaldosteronism", "conn syndrome", "primary aldosteronism"),
+    ("hypercortisolism", "cushing syndrome"),
+    ("pituitary cushing syndrome", "cushing disease"),
+    ("acute inflammatory demyelinating polyneuropathy", "guillain barre syndrome"),
+    ("idiopathic facial palsy", "bell palsy"),
+    ("trigeminal neuralgia", "tic douloureux"),
+    ("progressive supranuclear palsy", "steele richardson olszewski syndrome"),
+    ("hepatolenticular degeneration", "wilson disease"),
+    ("hepatic venous outflow obstruction", "budd chiari syndrome"),
+    ("regional enteritis", "crohn disease"),
+    ("congenital aganglionic megacolon", "hirschsprung disease"),
+    ("osteitis deformans", "paget disease of bone"),
+    ("idiopathic avascular necrosis of the femoral head", "legg calve perthes disease", "perthes disease"),
+    ("tibial tubercle apophysitis", "osgood schlatter disease"),
+    ("palmar fibromatosis", "dupuytren contracture", "dupuytren disease"),
+    ("penile fibromatosis", "peyronie disease"),
+    ("mucocutaneous lymph node syndrome", "kawasaki disease"),
+    ("adult onset still disease", "wissler fanconi syndrome"),
+    ("sicca syndrome", "sjogren syndrome", "sjogren disease"),
+    ("postpartum pituitary necrosis", "sheehan syndrome"),
+    ("sideropenic dysphagia", "plummer vinson syndrome", "paterson kelly syndrome"),
+    ("gastric mucosal laceration", "mallory weiss syndrome", "mallory weiss tear"),
+    ("spontaneous esophageal rupture", "boerhaave syndrome"),
+    ("gastrinoma", "zollinger ellison syndrome"),
+    ("fibrinous perihepatitis", "fitz hugh curtis syndrome"),
+    ("hereditary nonpolyposis colorectal cancer", "lynch syndrome"),
+    ("familial hypocalciuric hypercalcemia", "benign familial hypercalcemia"),
+    ("transthyretin amyloidosis", "attr amyloidosis"),
+    ("thromboangiitis obliterans", "buerger disease"),
+    ("mucopolysaccharidosis type 1", "hurler syndrome"),
+    ("mucopolysaccharidosis type 2", "hunter syndrome"),
+    ("glycogen storage disease type 1", "von gierke disease"),
+    ("glycogen storage disease type 2", "pompe disease"),
+    ("glycogen storage disease type 5", "mcardle disease"),
+    ("spinal muscular atrophy type 1", "werdnig hoffmann disease"),
+    ("hereditary motor and sensory neuropathy", "charcot marie tooth disease"),
+    ("encephalotrigeminal angiomatosis", "sturge weber syndrome"),
+    ("cerebelloretinal hemangioblastomatosis", "von hippel lindau disease"),
+    ("progressive multifocal leukoencephalopathy", "jc virus encephalopathy"),
+)
+"""Eponym → descriptive name (or the eponym's other spellings) for one condition; whole names only, like SYNONYMS.
+Where the descriptive name is broader than the eponym (Cushing disease is pituitary Cushing syndrome) the group
+holds the narrower descriptive name, so the broader one stays a different answer."""
+
+WORD_EQUIVALENTS: Mapping[str, str] = {"cancer": "carcinoma"}
+"""Words read as one wherever they stand. `cancer` ↔ `carcinoma` is a documented choice: in a name with a site or
+cell type ("lung cancer", "hepatocellular cancer") clinical usage and ICD-O/ICD-10 titles use the two
+interchangeably, and a case report's reference nearly always means the carcinoma; the judge accepts either for
+the other. Sarcomas, lymphomas and leukaemias are not carcinomas, and "cancer" never matches them."""
 
 ANTONYMS: tuple[tuple[str, str], ...] = (
     ("congenital", "acquired"),

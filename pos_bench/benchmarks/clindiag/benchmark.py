@@ -8,8 +8,8 @@ set under `roles:`, and the benchmark refuses to start without it) and an offlin
 (`record` provider, `rules` judge; SPEC-BENCH §5.8), approximations labelled as such (`labels`).
 
 The score is a function of the accepted submission (`scoring.py`), so a finished run can be judged again from
-its transcripts (`score_transcript`). The answer key is read when listing tasks (for the answer-in-record flag
-only) and when scoring; tool handlers see only the case's record sections, and tool arguments are never used to
+its transcripts (`score_transcript`). Listing tasks opens no case file; the answer key is read only when
+scoring; tool handlers see only the case's record sections, and tool arguments are never used to
 locate files."""
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ from pos_bench.benchmarks.clindiag.data import (
     find_source,
     load_answer,
     load_case,
+    missing_files,
     select_refs,
 )
 from pos_bench.benchmarks.clindiag.judge import LLMJudge, RulesJudge, Submission
 from pos_bench.benchmarks.clindiag.roles import QUERY_TOOLS, LLMProvider, RecordProvider
-from pos_bench.benchmarks.clindiag.scoring import SUBMIT, SUBMITTED_STATUS, exposure, grade, submission_of
+from pos_bench.benchmarks.clindiag.scoring import SUBMIT, SUBMITTED_STATUS, grade, submission_of
 from pos_bench.benchmarks.guards import NOT_A_TOOL_CALL, UNKNOWN_TOOL, cap, mentions_any
 from pos_bench.events import Event
 from pos_bench.protocols import Model
@@ -334,26 +335,25 @@ class ClinDiagBenchmark:
                 raise FileNotFoundError(
                     f"{len(missing)} manifest cases are missing from {source.root} (first: {', '.join(missing[:5])})"
                 )
+            incomplete = missing_files(source, refs)
+            if incomplete:
+                raise FileNotFoundError(
+                    f"{len(incomplete)} selected ClinDiag cases lack a required file: {'; '.join(incomplete[:5])}"
+                    f"{' …' if len(incomplete) > 5 else ''}. Restore the files, or leave those cases out with "
+                    "bench.manifest"
+                )
             self._source, self._refs, self._note = source, refs, selection.note
         return self._source, self._refs
 
     def tasks(self) -> list[Task]:
-        """The selected cases; each task's meta holds its subset and whether the record names its answer
-        (read from the answer key here, as a bool only: the agent never sees the key)."""
+        """The selected cases, each with its subset as meta. No case file is opened here (a case is parsed
+        when it is played), so listing thousands of cases takes seconds; whether the record names the answer
+        is a score extra of each episode, not task meta."""
         if self._tasks is None:
-            source, refs = self._selected()
+            _, refs = self._selected()
             if self._note:
                 LOG.warning(self._note)
-            tasks = []
-            for r in refs:
-                seen = exposure(load_case(source, r), load_answer(source, r))
-                meta = {
-                    "subset": r.subset,
-                    "answer_in_record": seen.in_record,
-                    "answer_in_presentation": seen.in_presentation,
-                }
-                tasks.append(Task(id=r.entry, source=r.entry, meta=meta))
-            self._tasks = tasks
+            self._tasks = [Task(id=r.entry, source=r.entry, meta={"subset": r.subset}) for r in refs]
         return list(self._tasks)
 
     def _judge(self, model: Model | None) -> RulesJudge | LLMJudge:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from pos_bench.benchmarks import staging
 
@@ -27,8 +30,8 @@ TARBALL = "clindiag_pos604_benchmark_dataset.tar.gz"
 OFFICIAL_ZIP = "Clindiag_Benchmark.zip"
 MANIFEST_NAMES = ("pos_manifest_604.txt", "manifest.txt")
 SUBSETS = ("rare", "challenging")
-UNLABELLED = "unlabelled"
-"""Subset of a case from a tree that does not say which subset it belongs to."""
+UPSTREAM_RARE = re.compile(r"^rare\d*$", re.IGNORECASE)
+"""Upstream's case folder names: `rare<N>` for the rare-disease cases, a PMID for the challenging ones (§5.1)."""
 INITIAL = "initial_information.json"
 ANSWER = "diagnosis.json"
 MERGED_TESTS = "diagnostic_test.json"
@@ -137,10 +140,18 @@ def _index(root: Path) -> tuple[dict[str, Path], dict[str, Path]]:
     """Case directories and answer files below `root`, keyed by slug (prepared) or directory name; two case
     folders with the same key are an error naming both."""
     if (root / "cases").is_dir() and (root / "answer_key").is_dir():
-        folders = sorted(d for d in (root / "cases").iterdir() if (d / INITIAL).is_file())
+        folders = sorted(d for d in (root / "cases").iterdir() if d.is_dir())
         answers = {p.name.removesuffix("." + ANSWER): p for p in (root / "answer_key").glob("*." + ANSWER)}
     else:
-        folders = [p.parent for p in sorted(root.rglob(INITIAL))]
+        # a folder holding either file is a case, so one that lacks its presentation is named, not dropped
+        found = tqdm(
+            (p.parent for name in (INITIAL, ANSWER) for p in root.rglob(name)),
+            desc=f"ClinDiag: listing cases in {root}",
+            unit=" files",
+            disable=None,
+            leave=False,
+        )
+        folders = sorted(set(found))
         answers = {d.name: d / ANSWER for d in folders}
     cases: dict[str, Path] = {}
     seen: dict[str, Path] = {}
@@ -240,12 +251,16 @@ def _subset_in_tree(source: Source, key: str) -> str:
     if slug_subset:
         return slug_subset
     parts = source.case_dirs[key].relative_to(source.root).parts[:-1]
-    return next((p for p in reversed(parts) if p in SUBSETS), UNLABELLED)
+    inside = next((p for p in reversed(parts) if p in SUBSETS), None)
+    if inside:
+        return inside
+    return SUBSETS[0] if UPSTREAM_RARE.match(_split_slug(key)[1]) else SUBSETS[1]
 
 
 def select_refs(source: Source, manifest: str | Path | None) -> Selection:
     """The manifest's cases, or, when the copy has no manifest, every case in sorted id order with its subset
-    taken from the tree (a `rare/` or `challenging/` folder, or a `<subset>__` slug) where there is one."""
+    taken from the tree: a `rare/` or `challenging/` folder, a `<subset>__` slug, else upstream's folder name
+    (`rare<N>` is rare, any other id challenging, as in the full upstream tree). Nothing is parsed here."""
     path = find_manifest(manifest, source)
     if path is not None:
         return Selection(read_manifest(path))
@@ -262,18 +277,50 @@ def select_refs(source: Source, manifest: str | Path | None) -> Selection:
     )
 
 
-def _json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+class CaseDataError(ValueError):
+    """A case file that cannot be read as the layout says; the message names the file and the case."""
 
 
-def _section(case_dir: Path, category: str) -> str:
+def _json(path: Path, ref: CaseRef) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"ClinDiag case {ref.entry}: {path} is missing") from error
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CaseDataError(
+            f"ClinDiag case {ref.entry}: {path} is not UTF-8 JSON ({type(error).__name__}: {error}); restore "
+            "it from the original data, or leave the case out with bench.manifest"
+        ) from error
+
+
+def _text(path: Path, ref: CaseRef) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CaseDataError(f"ClinDiag case {ref.entry}: {path} is not UTF-8 text ({error})") from error
+
+
+def missing_files(source: Source, refs: Iterable[CaseRef]) -> list[str]:
+    """One line per selected case that lacks a required file (its presentation or its answer key)."""
+    lines = []
+    for ref in refs:
+        try:
+            case_dir, answer = source.case_dir(ref), source.answer_path(ref)
+        except KeyError as error:
+            lines.append(str(error.args[0]))
+            continue
+        lines.extend(f"case {ref.entry}: no {p}" for p in (case_dir / INITIAL, answer) if not p.is_file())
+    return lines
+
+
+def _section(case_dir: Path, category: str, ref: CaseRef) -> str:
     for filename, key in SECTION_SOURCES[category]:
         path = case_dir / filename
         if not path.is_file():
             continue
         if key is None:
-            return path.read_text(encoding="utf-8")
-        payload = _json(path)
+            return _text(path, ref)
+        payload = _json(path, ref)
         if isinstance(payload, dict) and key in payload:
             return json.dumps(payload[key], ensure_ascii=False, indent=2)
         return NO_RECORD
@@ -283,14 +330,14 @@ def _section(case_dir: Path, category: str) -> str:
 def load_case(source: Source, ref: CaseRef) -> CaseRecord:
     """The case's initial presentation and record sections; `diagnosis.json` is never opened here."""
     case_dir = source.case_dir(ref)
-    initial = _json(case_dir / INITIAL)
+    initial = _json(case_dir / INITIAL, ref)
     return CaseRecord(
         id=ref.id,
         subset=ref.subset,
         initial_information=str(
             initial.get("initial_information", "") if isinstance(initial, dict) else initial
         ),
-        sections={category: _section(case_dir, category) for category in SECTION_SOURCES},
+        sections={category: _section(case_dir, category, ref) for category in SECTION_SOURCES},
     )
 
 
@@ -302,8 +349,14 @@ def _as_text(value: Any) -> str:
 
 def load_answer(source: Source, ref: CaseRef) -> AnswerKey:
     """The reference diagnosis; called by the environment only when scoring."""
-    payload = _json(source.answer_path(ref))
-    diagnosis = payload.get("diagnosis", payload)
+    path = source.answer_path(ref)
+    payload = _json(path, ref)
+    diagnosis = payload.get("diagnosis", payload) if isinstance(payload, dict) else None
+    if not isinstance(diagnosis, dict):
+        raise CaseDataError(
+            f"ClinDiag case {ref.entry}: {path} should hold an object with final_diagnosis (under 'diagnosis'), "
+            f"got {type(diagnosis if isinstance(payload, dict) else payload).__name__}"
+        )
     return AnswerKey(
         final_diagnosis=_as_text(diagnosis.get("final_diagnosis")),
         differential_diagnosis=_as_text(diagnosis.get("differential_diagnosis")),

@@ -5,19 +5,24 @@
   metric). Its rules, in order:
   1. Both names are folded: Unicode NFKD with accents dropped, Greek letters spelled out, possessives and
      punctuation removed, British spellings and plurals reduced, roman numerals after "type"/"stage"/… made
-     arabic, abbreviations written in capitals expanded (from the alias table and from "long form (ABBR)"
-     definitions found in the case's own record), synonym groups rewritten to one member.
+     arabic, `-ise`/`-yse` spellings written `-ize`/`-yze`, "cancer" read as "carcinoma" (aliases.py says why),
+     abbreviations written in capitals expanded (from the alias table and from "long form (ABBR)" definitions
+     found in the case's own record or, for the submission only, its reasoning); a synonym or eponym group
+     rewrites a name only when the whole name is a member, never a part of a longer name.
   2. Leading labels ("Final diagnosis:", "The most likely diagnosis is") and hedges ("probable") are removed.
-  3. A submission carrying a negation or exclusion cue ("not", "ruled out", "unlikely", "negative for", "or", …)
-     that the reference does not carry is wrong, whatever else matches.
+  3. A submission carrying a negation, exclusion, doubt or alternative cue ("not", "ruled out", "doubtful",
+     "refuted", "or", "/", "?", …) more often than the reference does is wrong, whatever else matches.
   4. Names match when their word sets are equal (order free), or differ only by a generic head word
-     ("disease", "syndrome") or a severity word. A parenthesised part of either name ("(GBM)", "(Addison's
-     disease)") is also tried on its own, and an unknown capitals abbreviation matches the initials of the
-     reference.
+     ("disease", "syndrome") or a severity word. A bracketed part of the reference (brackets may nest) is also
+     tried on its own, and so is the reference without it; the submission is tried with and without its
+     bracketed parts, but a bracketed part that names another condition makes it wrong. A capitals
+     abbreviation no table explains matches a run of reference words with those initials.
   5. Following §5.5: a broader submission (reference words missing) is wrong, and so is one whose extra words
      add a complication or a cause ("with", "due to", "secondary to", …) or swap a qualifier for its opposite
      (congenital/acquired); a more specific one (extra qualifier words) is right only when the submitted
-     reasoning states each extra word.
+     reasoning states each extra word, and never when an extra word is a cue, a condition word ("-itis",
+     "syndrome", …) or stands behind a comma the reference does not have: the reasoning can support a subtype,
+     not talk a list or a doubt into a diagnosis.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, SYNONYMS
+from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, EPONYMS, SYNONYMS, WORD_EQUIVALENTS
 from pos_bench.benchmarks.clindiag.data import AnswerKey
 from pos_bench.protocols import Model
 from pos_bench.structured import ask
@@ -190,12 +195,52 @@ RELATIONS = frozenset(
 """Extra words that turn a name into a compound (complication, cause, second condition)."""
 DISEASE_ENDINGS = ("osis", "itis", "oma", "emia", "pathy", "plasia", "trophy", "ism", "iasis")
 
+DOUBT_STEMS = (
+    "doubt",
+    "dubious",
+    "question",
+    "query",
+    "queried",
+    "uncertain",
+    "unclear",
+    "unconfirm",
+    "unprove",
+    "unproven",
+    "unverified",
+    "unsubstantiat",
+    "unsupported",
+    "unlikel",
+    "improbab",
+    "implausib",
+    "equivoc",
+    "inconclusiv",
+    "disprov",
+    "refut",
+    "rebut",
+    "disput",
+    "contest",
+    "discard",
+    "dismiss",
+    "revoked",
+    "overturn",
+    "abandon",
+    "tentative",
+    "pending",
+    "awaiting",
+    "speculat",
+)
+"""Word beginnings that cast doubt on a name. Grown from the forms seen in submissions ("doubtful", "questionable",
+"disproven", "refuted", "uncertain", "unlikely") by taking each one's stem, so every inflection ("doubted",
+"questionably", "refutation") and each close synonym written here counts too. Stems that begin real names are
+left out ("withdr…": withdrawal syndromes; "retract…": retractile mesenteritis; "indeterminate" colitis)."""
 CUES = re.compile(
     r"\b(?:not|no|non|without|never|neither|nor|none|absent|absence|exclude[ds]?|excluding|exclusion|"
-    r"rules? out|ruled out|r/o|unlikely|improbable|negative|free of|den(?:y|ies|ied)|lack(?:s|ing)?|"
-    r"other than|rather than|instead of|versus|vs|or)\b|;"
+    r"rules? out|ruled out|r/o|negative|free of|den(?:y|ies|ied)|lack(?:s|ing)?|less likely|"
+    r"other than|rather than|instead of|versus|vs|either|or|"
+    rf"(?:{'|'.join(DOUBT_STEMS)})[a-z]*)\b|[;?/&]"
 )
-"""Negation, exclusion and alternative cues; a submission with more of one than the reference is wrong."""
+"""Negation, exclusion, doubt and alternative cues, and the marks that join two names; a submission with more
+of one than the reference is wrong."""
 
 LABEL = re.compile(
     r"^\s*(?:\d+[.)]\s*)?(?:(?:the|my|our)\s+)?(?:(?:final|most likely|likely|probable|working|definitive|"
@@ -209,9 +254,14 @@ HEDGE = re.compile(
     r"the\s+patient\s+has\s+|this\s+is\s+)+",
     re.IGNORECASE,
 )
-PAREN = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")
+BRACKET = re.compile(r"[()\[\]]")
 WORD = re.compile(r"[A-Za-z0-9]+")
 DEFINITION = re.compile(r"((?:[\w'’-]+[ \t]+){0,9}[\w'’-]+)[ \t]*\([ \t]*([A-Za-z][A-Za-z0-9-]{1,9})[ \t]*\)")
+
+
+ISE = re.compile(r"(?<=[a-z]{2})([iy])s(e|ed|es|er|ers|ing|ation|ations)$")
+"""The British `-ise`/`-yse` family ("necrotising", "organisation", "paralysed") read as `-ize`/`-yze`; applied
+to both sides, so a word that only looks like one ("exercise") folds the same way on each."""
 
 
 def fold(text: str) -> str:
@@ -239,7 +289,8 @@ def _word_form(word: str) -> str:
     word = word.replace("ae", "e").replace("oe", "e")
     if word.endswith("our") and len(word) > 5:
         word = word[:-3] + "or"
-    return word
+    word = ISE.sub(r"\1z\2", word)
+    return WORD_EQUIVALENTS.get(word, word)
 
 
 def _raw_words(text: str) -> list[str]:
@@ -322,24 +373,65 @@ def extra_cue(submitted: str, reference: str) -> str | None:
     return next((cue for cue, n in cues(submitted).items() if n > ref.get(cue, 0)), None)
 
 
-def _names_in(text: str) -> list[str]:
-    """The name itself (brackets dropped), the name without its bracketed parts, and each bracketed part that
-    reads as a name on its own (an abbreviation or a disease word)."""
-    inner = [a or b for a, b in PAREN.findall(text)]
-    outside = PAREN.sub(" ", text)
-    names = [PAREN.sub(lambda m: f" {m.group(1) or m.group(2)} ", text), outside]
-    for part in inner:
-        words = _raw_words(part)
-        last = words[-1].lower() if words else ""
-        abbreviation = " " not in part.strip() and sum(c.isupper() for c in part) >= 2
-        if abbreviation or last in HEADS or last.endswith(DISEASE_ENDINGS):
-            names.append(part)
-    return [n for n in dict.fromkeys(n.strip() for n in names) if _raw_words(n)]
+def brackets(text: str) -> tuple[str, list[str]]:
+    """`text` with its bracketed parts cut out, and those parts (outermost level, their own brackets kept).
+    Brackets may nest ("(T1b pN0 (i+))"); a stray closing bracket is read as a space, an unclosed one runs to
+    the end."""
+    outside: list[str] = []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for c in text:
+        if c in "([":
+            (current if depth else outside).append(c if depth else " ")
+            depth += 1
+        elif c in ")]":
+            if depth == 0:
+                outside.append(" ")
+                continue
+            depth -= 1
+            if depth:
+                current.append(c)
+            else:
+                parts.append("".join(current))
+                current = []
+        else:
+            (current if depth else outside).append(c)
+    if current:
+        parts.append("".join(current))
+    return "".join(outside), parts
+
+
+def _names_a_condition(part: str) -> bool:
+    """A bracketed part that reads as a name on its own: an abbreviation or ending in a disease word."""
+    plain = brackets(part)[0].strip()
+    words = _raw_words(plain)
+    last = words[-1].lower() if words else ""
+    abbreviation = " " not in plain and sum(c.isupper() for c in plain) >= 2
+    return abbreviation or last in HEADS or last.endswith(DISEASE_ENDINGS)
+
+
+@dataclass(frozen=True)
+class _Forms:
+    names: list[str]
+    """The name with its brackets opened, the name without its bracketed parts, and (reference only) each
+    bracketed part that names a condition."""
+    asides: list[str]
+    """Bracketed parts that name a condition: the reference's are among `names`; a submission's must each name
+    the reference too."""
+
+
+def _forms(text: str, *, reference: bool) -> _Forms:
+    outside, inner = brackets(text)
+    asides = [brackets(p)[0] for p in inner if _names_a_condition(p)]
+    names = [BRACKET.sub(" ", text), outside, *(asides if reference else ())]
+    kept = [n for n in dict.fromkeys(" ".join(n.split()) for n in names) if _raw_words(n)]
+    return _Forms(kept, asides)
 
 
 def appears_in(name: str, text: str) -> bool:
     """Whether `name` (its bracket-free form, folded) occurs as a run of whole words in `text`."""
-    words = [w for w in canonical(PAREN.sub(" ", strip_label(name))) if w not in FILLERS]
+    words = [w for w in canonical(brackets(strip_label(name))[0]) if w not in FILLERS]
     haystack = [w for w in canonical(text) if w not in FILLERS]
     size = len(words)
     if not size:
@@ -357,8 +449,13 @@ def appears_in(name: str, text: str) -> bool:
 class _Name:
     words: frozenset[str]
     sequence: tuple[str, ...]
-    unknown_abbreviation: str | None
-    """The lower-cased abbreviation when the name is one capitals word no table or definition explains."""
+    unknown: frozenset[str]
+    """Lower-cased capitals abbreviations in the name that no table or definition explains."""
+
+
+def condition_word(word: str) -> bool:
+    """A word that names a condition by itself ("sarcoidosis", "syndrome"), as opposed to a qualifier."""
+    return word in HEADS or word.endswith(DISEASE_ENDINGS)
 
 
 class RulesJudge:
@@ -367,29 +464,55 @@ class RulesJudge:
 
     def __init__(self, model: Model | None = None, *, aliases: Mapping[str, Iterable[str]] | None = None):
         """`model` is accepted for a signature shared with `LLMJudge`, and unused."""
-        groups = [*SYNONYMS, *((name, *others) for name, others in (aliases or {}).items())]
-        rewrites: dict[str, str] = {}
-        for group in groups:
-            target = " ".join(canonical(group[0]))
-            for member in group:
-                rewrites.setdefault(" ".join(canonical(member)), target)
-        self._rewrites = sorted(rewrites.items(), key=lambda item: -len(item[0]))
+        groups = [*SYNONYMS, *EPONYMS, *((name, *others) for name, others in (aliases or {}).items())]
+        rewrites: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for group in groups:  # groups sharing a member become one group, named by the first one seen
+            members = [self._key(canonical(m)) for m in group]
+            joined = {rewrites[m] for m in members if m in rewrites}
+            target = next((rewrites[m] for m in members if m in rewrites), members[0])
+            for member, old in list(rewrites.items()):
+                if old in joined:
+                    rewrites[member] = target
+            rewrites.update(dict.fromkeys(members, target))
+        self._rewrites = rewrites
         self._antonyms = [(frozenset({a}), frozenset({b})) for a, b in ANTONYMS]
 
+    @staticmethod
+    def _key(words: Iterable[str]) -> tuple[str, ...]:
+        return tuple(w for w in words if w not in FILLERS)
+
+    def _whole_name(self, sequence: tuple[str, ...]) -> tuple[str, ...]:
+        """The group's name when the whole of `sequence` (or all of it but generic words) is a group member."""
+        if sequence in self._rewrites:
+            return self._rewrites[sequence]
+        core = tuple(w for w in sequence if w not in OPTIONAL)
+        return self._rewrites.get(core, sequence) if core else sequence
+
     def _name(self, text: str, abbreviations: Mapping[str, str], *, rewrite: bool) -> _Name:
-        words = canonical(text, abbreviations)
-        line = f" {' '.join(words)} "
-        for member, target in self._rewrites if rewrite else ():
-            if f" {member} " in line:
-                line = line.replace(f" {member} ", f" {target} ")
-        sequence = tuple(w for w in line.split() if w not in FILLERS)
-        raw = _raw_words(text)
-        unknown = (
-            raw[0].lower()
-            if len(raw) == 1 and capitals(raw[0]) and len(raw[0]) >= 3 and sequence == (raw[0].lower(),)
-            else None
+        sequence = self._key(canonical(text, abbreviations))
+        if rewrite:
+            sequence = self._whole_name(sequence)
+        unknown = frozenset(
+            w.lower()
+            for w in _raw_words(text)
+            if capitals(w) and len(w) >= 2 and not (abbreviations.get(w) or abbreviations.get(w.upper()))
         )
         return _Name(frozenset(sequence), sequence, unknown)
+
+    def _initials(self, sub: _Name, ref: _Name) -> _Name:
+        """`sub` with each unexplained abbreviation replaced by the run of reference words it is the initials of."""
+        sequence = list(sub.sequence)
+        for i, word in enumerate(sub.sequence):
+            if word not in sub.unknown:
+                continue
+            size = len(word)
+            for j in range(len(ref.sequence) - size + 1):
+                run = ref.sequence[j : j + size]
+                if "".join(w[0] for w in run) == word:
+                    sequence[i : i + 1] = [" ".join(run)]
+                    break
+        words = tuple(w for part in sequence for w in part.split())
+        return _Name(frozenset(words), words, frozenset())
 
     def _opposed(self, a: frozenset[str], b: frozenset[str]) -> bool:
         only_a, only_b = a - b, b - a
@@ -400,8 +523,11 @@ class RulesJudge:
             w.startswith("non") and w[3:] in a for w in b - a
         )
 
-    def _match(self, sub: _Name, ref: _Name, reasoning: frozenset[str]) -> str | None:
-        """Why `sub` names the reference (rules 4–5), or None."""
+    def _match(self, sub: _Name, ref: _Name, reasoning: frozenset[str], *, listed: bool) -> str | None:
+        """Why `sub` names the reference (rules 4–5), or None. `listed`: the submission has a comma the
+        reference lacks, so no reasoning can make its extra words a qualifier."""
+        if sub.unknown:
+            sub = self._initials(sub, ref)
         s, r = sub.words, ref.words
         if not s or not r:
             return None
@@ -409,8 +535,6 @@ class RulesJudge:
             return "same words"
         if self._opposed(s, r):
             return None
-        if sub.unknown_abbreviation and sub.unknown_abbreviation == "".join(w[0] for w in ref.sequence):
-            return "abbreviation of the reference's initials"
         missing, extra = r - s, s - r
         if missing and extra:
             return None
@@ -418,29 +542,38 @@ class RulesJudge:
             return "differs by a generic word" if missing <= OPTIONAL and s - OPTIONAL else None
         if extra <= OPTIONAL and r - OPTIONAL:
             return "differs by a generic word"
-        if extra & RELATIONS:
+        if extra & RELATIONS or listed or any(condition_word(w) for w in extra):
             return None
         return "more specific, with the extra words in the reasoning" if extra <= reasoning else None
 
     def same(self, submitted: str, reference: str, *, record: str = "", reasoning: str = "") -> str | None:
         """Why `submitted` names the same condition as `reference` (rules 1–5), or None when it does not."""
         submitted = strip_label(submitted)
-        if not submitted or not reference.strip() or extra_cue(submitted, reference):
+        reference = strip_label(reference)
+        if not submitted or not reference or extra_cue(submitted, reference):
             return None
-        abbreviations = {**ABBREVIATIONS, **definitions(record), **definitions(reference)}
-        evidence = frozenset(canonical(reasoning, abbreviations))
-        ref_names, sub_names = _names_in(strip_label(reference)), _names_in(submitted)
+        known = {**ABBREVIATIONS, **definitions(record), **definitions(reference)}
+        # the reasoning may spell out an abbreviation the submission uses, and nothing else
+        own = {**known, **{k: v for k, v in definitions(reasoning).items() if k in submitted}}
+        evidence = frozenset(canonical(reasoning, own))
+        listed = submitted.count(",") > reference.count(",")
+        ref_forms, sub_forms = _forms(reference, reference=True), _forms(submitted, reference=False)
         # Expanded and synonym-rewritten forms first, then the plain folded words (a rewrite can split a pair
         # that is equal word for word, e.g. when only one side writes an abbreviation in capitals).
-        for table, rewrite in ((abbreviations, True), ({}, False)):
-            refs = [self._name(n, table, rewrite=rewrite) for n in ref_names]
-            for name in sub_names:
-                sub = self._name(name, table, rewrite=rewrite)
-                for ref in refs:
-                    why = self._match(sub, ref, evidence)
-                    if why:
-                        return why
+        for rewrite in (True, False):
+            refs = [self._name(n, known if rewrite else {}, rewrite=rewrite) for n in ref_forms.names]
+            table = own if rewrite else {}
+            for name in sub_forms.names:
+                why = self._first(self._name(name, table, rewrite=rewrite), refs, evidence, listed=listed)
+                if why and all(
+                    self._first(self._name(a, table, rewrite=rewrite), refs, frozenset(), listed=listed)
+                    for a in sub_forms.asides
+                ):
+                    return why
         return None
+
+    def _first(self, sub: _Name, refs: list[_Name], evidence: frozenset[str], *, listed: bool) -> str | None:
+        return next((why for ref in refs if (why := self._match(sub, ref, evidence, listed=listed))), None)
 
     def judge(self, submission: Submission, key: AnswerKey, *, record: str = "") -> Verdict:
         """`record` is the case's agent-visible record text; only abbreviation definitions are read from it."""

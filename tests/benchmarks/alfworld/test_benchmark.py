@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -242,6 +243,28 @@ def test_a_split_reads_its_own_directory_and_prefixes_its_ids(seen_tree: Path) -
         AlfWorldBenchmark(str(seen_tree)).tasks()
     with pytest.raises(ValueError, match="valid_unseen, valid_seen, train"):
         AlfWorldBenchmark(split="test")
+
+
+def test_a_split_is_found_in_upstream_tarballs_and_folders_of_any_name(
+    seen_tree: Path, tmp_path: Path
+) -> None:
+    upstream = tmp_path / "alfworld_data_upstream.tar.gz"  # the upstream layout: data/alfworld/json_2.1.1/…
+    with tarfile.open(upstream, "w:gz") as bundle:
+        bundle.add(seen_tree / "json_2.1.1", arcname="data/alfworld/json_2.1.1")
+    expected = [t.id for t in AlfWorldBenchmark(str(seen_tree), split="valid_seen").tasks()]
+    assert [t.id for t in AlfWorldBenchmark(str(upstream), split="valid_seen").tasks()] == expected
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    shutil.copy(upstream, folder / "my_valid_seen_copy.tar.gz")
+    (folder / "unrelated.tar.gz").write_bytes(b"not a tarball")
+    assert [t.id for t in AlfWorldBenchmark(str(folder), split="valid_seen").tasks()] == expected
+    nested = tmp_path / "a" / "b" / "c"
+    shutil.copytree(seen_tree / "json_2.1.1", nested / "json_2.1.1")
+    assert [t.id for t in AlfWorldBenchmark(str(tmp_path / "a"), split="valid_seen").tasks()] == expected
+    too_deep = tmp_path / "deep" / "1" / "2" / "3" / "4" / "5"
+    shutil.copytree(seen_tree / "json_2.1.1", too_deep / "json_2.1.1")
+    with pytest.raises(FileNotFoundError, match="at most 4 folders down"):
+        AlfWorldBenchmark(str(tmp_path / "deep"), split="valid_seen").tasks()
 
 
 def test_the_data_checker_counts_every_split_it_finds(seen_tree: Path, tarball: Path) -> None:

@@ -73,6 +73,21 @@ def test_the_tree_is_the_layout_the_loader_reads(tmp_path: Path, engine: None) -
     assert game["solvable"] is True and not has_help(game) and "UNKNOWN GOAL" not in game["grammar"]
 
 
+def test_generated_games_go_under_the_split_asked_for(tmp_path: Path, engine: None) -> None:
+    root = write_tree(tmp_path / "games", SPECS[:2], split="valid_seen")
+    assert not (root / "json_2.1.1" / "valid_unseen").exists()
+    assert len(select_games(root, "valid_seen")) == 2
+
+
+def test_a_broken_game_file_is_an_error_naming_the_file_and_the_game(tmp_path: Path, engine: None) -> None:
+    root = write_tree(tmp_path / "games", SPECS[:1])
+    trial = next((root / "json_2.1.1" / "valid_unseen").glob("*/*"))
+    (trial / "traj_data.json").write_bytes(b"\xff\xfe\x00binary")
+    game = trial.relative_to(root / "json_2.1.1" / "valid_unseen").as_posix()
+    with pytest.raises(ValueError, match=rf"ALFWorld game {game}: .*traj_data.json is not UTF-8 JSON"):
+        select_games(root)
+
+
 def test_the_loader_patch_turns_the_2_1_1_logic_back_into_the_packaged_one(engine: None) -> None:
     domain, grammar = logic("2.1.1")
     packaged_domain, packaged_grammar = logic("2.1.2")

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pos_bench.benchmarks.clindiag import data
-from pos_bench.benchmarks.clindiag.fixture import FORMS, CaseText, build
+from pos_bench.benchmarks.clindiag.fixture import ACCEPTED_FORMS, FORMS, CaseText, build
 from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission
 from tests.conftest import REPO
 from tests.models.stub_openai_server import StubOpenAI
@@ -32,7 +32,7 @@ def test_the_fixture_is_deterministic_and_labels_every_form(cases):
     assert items == build(cases) and len(cases) == 604
     assert {i.form for i in items} == set(FORMS)
     assert sum(i.form == "exact" for i in items) == 604
-    assert all(i.accept is (i.form in ("exact", "prefixed", "rewritten")) for i in items)
+    assert all(i.accept is (i.form in ACCEPTED_FORMS) for i in items)
     by_case = {c.case: c for c in cases}
     assert all(i.submitted != by_case[i.case].diagnosis for i in items if not i.accept)
 
@@ -44,7 +44,9 @@ def test_rules_judge_meets_the_issue_13_targets_on_the_604_cases(cases):
     for item in build(cases):
         case = by_case[item.case]
         verdict = judge.judge(
-            Submission(item.submitted), data.AnswerKey(case.diagnosis, "", ""), record=case.record
+            Submission(item.submitted, "", item.reasoning),
+            data.AnswerKey(case.diagnosis, "", ""),
+            record=case.record,
         )
         accepted.setdefault(item.form, []).append(verdict.diagnosis_correct)
 
@@ -57,6 +59,8 @@ def test_rules_judge_meets_the_issue_13_targets_on_the_604_cases(cases):
     assert rate("exact", "prefixed") >= 0.95
     assert rate("rewritten") >= 0.85
     assert rate("antonym") <= 0.05 and rate("differential") <= 0.05
+    assert rate("doubt") == 0 and rate("listed") == 0  # issue 27: whatever the reasoning says
+    assert rate("equivalent") >= 0.85
 
 
 def judge_eval(shared, *args: str) -> str:
@@ -68,10 +72,10 @@ def judge_eval(shared, *args: str) -> str:
 
 
 def test_the_eval_script_prints_a_confusion_table_per_form(shared):
-    out = judge_eval(shared, "--limit", "30")
+    out = judge_eval(shared, "--limit", "60")
     for form in FORMS:
         assert re.search(rf"^\s*{form}\s+(accept|reject)\s+\d+", out, re.MULTILINE)
-    assert "TP" in out and "FP" in out and out.count(": met") == 4
+    assert "TP" in out and "FP" in out and out.count(": met") == 6 and "NOT met" not in out
 
 
 def test_the_eval_script_also_grades_with_an_llm_judge_when_one_is_configured(shared):

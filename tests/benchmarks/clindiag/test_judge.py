@@ -4,6 +4,7 @@ fixture generated from the 604 staged cases."""
 import pytest
 
 from pos_bench.benchmarks.clindiag.data import AnswerKey
+from pos_bench.benchmarks.clindiag.fixture import ABBREVIATED, EPONYM_PAIRS
 from pos_bench.benchmarks.clindiag.judge import RulesJudge, Submission, appears_in, definitions, strip_label
 
 
@@ -108,3 +109,71 @@ def test_label_stripping_and_word_runs():
     assert strip_label("Final diagnosis: probable Varn fever.") == "Varn fever"
     assert appears_in("Behçet's disease", "History of behcet disease in the mother")
     assert not appears_in("Behçet's disease", "Behçet was considered; disease course mild")
+
+
+@pytest.mark.parametrize(
+    ("submitted", "reasoning"),
+    [
+        ("Doubtful Quellmann-Orsk syndrome", "The biopsy leaves it doubtful."),
+        ("Quellmann-Orsk syndrome disproven", "Serology disproven; disproven by biopsy."),
+        ("Questionable Quellmann-Orsk syndrome", "Questionable findings."),
+        ("Quellmann-Orsk syndrome refuted", "Refuted by the second biopsy."),
+        ("Uncertain Quellmann-Orsk syndrome", "uncertain"),
+        ("Quellmann-Orsk syndrome?", ""),
+        (
+            "Sarcoidosis, Varn fever, gout, Quellmann-Orsk syndrome",
+            "Sarcoidosis, Varn fever and gout fit too.",
+        ),
+        ("Quellmann-Orsk syndrome / Varn fever", "Varn fever fits the rash."),
+        ("Quellmann-Orsk syndrome and/or Varn fever", "Varn fever fits the rash."),
+        ("Quellmann-Orsk syndrome, Varn", "Varn"),
+        ("Quellmann-Orsk syndrome (sarcoidosis)", "sarcoidosis"),
+        ("Sarcoidosis (Quellmann-Orsk syndrome)", ""),
+        ("Sarcoidosis Quellmann-Orsk syndrome", "sarcoidosis"),
+    ],
+)
+def test_no_reasoning_talks_a_doubt_or_a_list_into_the_diagnosis(submitted, reasoning):
+    assert not correct(submitted, "Quellmann-Orsk syndrome", reasoning=reasoning)
+
+
+def test_the_reasoning_may_spell_out_an_abbreviation_the_submission_uses():
+    reasoning = "Biopsy showed Varn-type xanthomatous keratosis (VXK) of both palms."
+    assert correct("VXK", "Varn-type xanthomatous keratosis", reasoning=reasoning)
+    assert not correct("VXK of the palms", "Varn-type xanthomatous keratosis", reasoning="")
+
+
+def test_synonym_rewrites_apply_to_whole_names_only():
+    assert correct("High blood pressure", "Hypertension")
+    assert not correct("Primary pulmonary high blood pressure", "Primary pulmonary hypertension")
+    assert correct("Reiter's syndrome", "Reactive arthritis")  # an eponym group
+    judge = RulesJudge(aliases={"Varn fever": ["Zarnow disease"]})
+    key = AnswerKey("Quellmann Varn fever", "", "")
+    assert not judge.judge(Submission("Quellmann Zarnow disease"), key).diagnosis_correct
+
+
+def test_field_equivalents_ise_spellings_cancer_and_abbreviations_inside_a_name():
+    assert correct("Necrotising Zarnow vasculitis", "Necrotizing Zarnow vasculitis")
+    assert correct("Zarnow organisation defect", "Zarnow organization defect")
+    assert correct("Paralysed Zarnow nerve", "Paralyzed Zarnow nerve")
+    assert correct("Zarnow duct cancer", "Zarnow duct carcinoma")
+    assert not correct("Zarnow duct cancer", "Zarnow duct sarcoma")
+    assert correct("MDD with Varn features", "Major depressive disorder with Varn features")  # table
+    assert correct("Neonatal QOS", "Neonatal Quellmann Orsk syndrome")  # initials of a reference run
+
+
+def test_nested_brackets_in_a_reference_do_not_stop_its_name_matching():
+    reference = "Zarnow duct carcinoma of the left breast (T1b pN0 (i+))"
+    assert correct("Zarnow duct carcinoma of the left breast", reference)
+    assert correct(reference, reference)
+    assert not correct("Zarnow duct carcinoma of the right breast", reference)
+
+
+def test_abbreviations_and_eponyms_from_a_list_written_apart_from_the_judge_are_mostly_accepted():
+    """The fixture's own phrase/abbreviation and eponym lists (clindiag/fixture.py), inside invented names: the
+    judge's tables and its initials rule cover at least 90% of them."""
+    inside = [
+        correct(f"Recurrent {abbreviation} of the Varn type", f"Recurrent {phrase} of the Varn type")
+        for phrase, abbreviation in ABBREVIATED
+    ]
+    eponyms = [correct(a, b) and correct(b, a) for a, b in EPONYM_PAIRS]
+    assert sum(inside) >= 0.9 * len(inside) and sum(eponyms) >= 0.85 * len(eponyms)

@@ -81,8 +81,7 @@ def test_the_environment_and_the_transcript_give_the_same_score_and_the_summary_
             assert result.success is (diagnosis == reference)
             results.append(result)
     summary = summarize(results, {})
-    shown = [t.meta["answer_in_record"] for t in bench.tasks()]
+    shown = [r.extras["answer_in_record"] for r in results[::2]]
     assert summary.extras["answer_in_record"] == sum(shown) / len(shown)
-    assert summary.by_group["answer_in_record"] == {str(v): 0.5 for v in set(shown)}
     if not all(shown):
         assert summary.extras["accuracy_answer_not_in_record"] == 0.5
