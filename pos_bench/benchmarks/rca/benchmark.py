@@ -18,8 +18,10 @@ from pos_bench.benchmarks.rca.catalog import FAULT_TYPES, judge, norm_fault_type
 from pos_bench.benchmarks.rca.data import SOURCES, Dataset, check, load_answer, load_case, resolve
 from pos_bench.benchmarks.rca.tool_specs import SPECS, ArgumentError, schemas
 from pos_bench.benchmarks.rca.tools import QueryTools
+from pos_bench.benchmarks.rca.truth import rca_truth
 from pos_bench.extras import require
 from pos_bench.protocols import Model
+from pos_bench.truth import WorldTruth
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
 SUBMIT = "submit_root_cause"
@@ -160,6 +162,8 @@ class RCAEnv:
         self._case_id = task.id
         case = load_case(self._dataset, task.id)
         self._tools = QueryTools(case)
+        key = load_answer(self._dataset, task.id)
+        self._truth = rca_truth(case.topology, key.entities, key.types)
         self._submission: Submission | None = None
         self._uses = 0
         shown = {k: v for k, v in case.task.items() if k != "prompt_text"}
@@ -230,6 +234,10 @@ class RCAEnv:
                 "tool_uses": self._uses,
             },
         )
+
+    def truth(self) -> WorldTruth:
+        """The labelled root cause of the case being played (the answer key, read at reset)."""
+        return self._truth
 
     def close(self) -> None:
         return None
