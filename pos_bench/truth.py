@@ -6,7 +6,8 @@ The rule that reads a claim (`read`), in full:
 1. Names are compared normalised: lower case, single spaces, no leading article, a word glued to its
    number split ("mug1" → "mug 1"), agent words ("i", "me", "you", "player", "the agent") → "agent".
 2. The claim's subject must name an entity of the world; otherwise no fact is read, and the subject counts
-   as invented when it has the shape of the world's entity names (`WorldTruth.entity_shape`).
+   as invented when it has the shape of the world's entity names (`WorldTruth.entity_shape`). A free-text
+   claim (no subject: a verified fact, a summary line) takes the first world entity its text names.
 3. Each `Term` of the benchmark's vocabulary whose phrase occurs in the claim's text as whole words gives
    one fact; only the first matching term of an attribute counts (terms are ordered, negated phrases first).
 4. A term without a fixed value takes the claim's object, else the first other world entity named in the
@@ -76,13 +77,16 @@ class Claim:
     """One statement a method's memory holds about the world, as the method wrote it."""
 
     subject: str
+    """The entity the claim is about, as the memory names it; empty for a free-text claim (rule 2)."""
     text: str = ""
     """The condition or relation (a state description, a record line); empty: the entity exists."""
     object: str = ""
     """The other end of a relation, when the memory names one."""
     probability: float = 1.0
     source: str = ""
-    """How the memory came by it (PoS: observed / inferred), when it says."""
+    """How the memory came by it (PoS: observed / inferred; the passport: a step), when it says."""
+    confidence: str = ""
+    """A categorical confidence, for memories that give one instead of a probability (the passport)."""
     ref: str = ""
     """The record in the method's memory (a state or relation id, a record key)."""
 
@@ -111,15 +115,18 @@ def _occurs(phrase: str, text: str) -> int:
     return found.start() if found else -1
 
 
+def _first_named(text: str, truth: WorldTruth, besides: str = "") -> str | None:
+    """The world entity named first in `text`; the longest name wins a tie ("desk 10" over "desk 1")."""
+    hits = [(_occurs(e, text), -len(e), e) for e in truth.entities if e != besides]
+    hits = [h for h in hits if h[0] >= 0]
+    return min(hits)[2] if hits else None
+
+
 def _pointed(claim: Claim, subject: str, text: str, truth: WorldTruth) -> str | None:
     if claim.object:
         other = name(claim.object)
         return other if other in truth.entities else None
-    hits = [(_occurs(e, text), e) for e in truth.entities if e != subject]
-    hits = [
-        (at, -len(e), e) for at, e in hits if at >= 0
-    ]  # the longest name wins a tie ("desk 1" in "desk 10")
-    return min(hits)[2] if hits else None
+    return _first_named(text, truth, besides=subject)
 
 
 def value_text(value: object) -> str:
@@ -141,10 +148,10 @@ def _literal(term: Term, plain: str) -> str | None:
 
 def read(claim: Claim, truth: WorldTruth) -> tuple[Fact, ...]:
     """The facts `claim` states, by the rule of this module's docstring (empty when it states none)."""
-    subject = name(claim.subject)
+    text = " ".join(f"{claim.text} {claim.object}".lower().split())
+    subject = name(claim.subject) if claim.subject.strip() else _first_named(text, truth)
     if subject not in truth.entities:
         return ()
-    text = " ".join(f"{claim.text} {claim.object}".lower().split())
     facts, seen = [], set()
     for term in truth.terms:
         if term.attribute in seen or not any(_occurs(p, text) >= 0 for p in term.phrases):

@@ -179,3 +179,13 @@ def test_audit_precision_and_recall_on_false_updates() -> None:
     )
     assert (result.precision, result.recall) == (0.5, 0.5)
     assert audit_accuracy([]).precision is None
+
+
+def test_a_free_text_claim_is_about_the_first_world_entity_it_names() -> None:
+    claims = [Claim("", "Found mug 1 inside cabinet 1, which is closed."), Claim("", "Nothing useful here.")]
+    assert [read(c, kitchen()) for c in claims] == [
+        (Fact("mug 1", "location", "cabinet 1"), Fact("mug 1", "open", "false")),
+        (),
+    ]
+    # every phrase speaks of the subject: "closed" lands on the mug, where the truth leaves it unscored
+    assert [j.verdict for j in judge(claims, kitchen())] == ["true", "unscored"]
