@@ -85,10 +85,10 @@ class Claim:
     probability: float = 1.0
     source: str = ""
     """How the memory came by it (PoS: observed / inferred; the passport: a step), when it says."""
-    confidence: str = ""
-    """A categorical confidence, for memories that give one instead of a probability (the passport)."""
     ref: str = ""
     """The record in the method's memory (a state or relation id, a record key)."""
+    confidence: str = ""
+    """A categorical confidence, for memories that give one instead of a probability (the passport)."""
 
 
 Verdict = Literal["true", "false", "unscored"]

@@ -18,6 +18,7 @@ CORE_ALLOWED = {
     "pos_bench.redact",
     "pos_bench.extras",
     "pos_bench.build",
+    "pos_bench.truth",
 }
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 

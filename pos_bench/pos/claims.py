@@ -37,12 +37,16 @@ def world_claims(world: WorldView) -> tuple[Claim, ...]:
         ]
     for i, s in states.items():
         subject = entities.get(s["entity_id"], {}).get("name", s["entity_id"])
-        claims.append(Claim(subject, s["description"], "", s["probability"], s["source_type"], i))
+        claims.append(
+            Claim(subject, s["description"], probability=s["probability"], source=s["source_type"], ref=i)
+        )
     for i, r in world.get("relations", {}).items():
         subject, before = owner(r["source_id"])
         target, after = owner(r["target_id"])
         text = " ".join(t for t in (before, r["description"], after) if t)
-        claims.append(Claim(subject, text, target, r["probability"], r["source_type"], i))
+        claims.append(
+            Claim(subject, text, target, probability=r["probability"], source=r["source_type"], ref=i)
+        )
     return tuple(claims)
 
 

@@ -46,9 +46,9 @@ def test_every_record_of_the_world_is_a_claim_with_its_source_and_probability() 
         Claim("mug 1", ref="e1", source="entity"),
         Claim("cabinet 1", ref="e2", source="entity"),
         Claim("mug 1", "color: red", ref="e1.color", source="attribute"),
-        Claim("cabinet 1", "closed", "", 0.7, "inferred", "s1"),
+        Claim("cabinet 1", "closed", probability=0.7, source="inferred", ref="s1"),
         # a relation to a state points at the state's owner and carries its description
-        Claim("mug 1", "inside closed", "cabinet 1", 1.0, "observed", "r1"),
+        Claim("mug 1", "inside closed", "cabinet 1", probability=1.0, source="observed", ref="r1"),
     )
 
 
