@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pos_bench.truth import AuditedUpdate, Claim, WorldTruth
+from pos_bench.truth import AuditedUpdate, Claim, EpisodeAccuracy, StepAccuracy, WorldTruth
 
 WorldView = Mapping[str, Mapping[str, Mapping[str, Any]]]
 """`World.to_dict()`: entities, states and relations keyed by id."""
@@ -68,3 +68,16 @@ def audited_updates(
             )
         before = committed
     return tuple(out)
+
+
+def at_diagnoses(
+    health_history: Sequence[Mapping[str, Any]], accuracy: EpisodeAccuracy
+) -> tuple[tuple[str, StepAccuracy], ...]:
+    """Belief accuracy at each trapping diagnosis: (pattern, the step's measures) for every entry of PoS's
+    `belief_health_history` that was trapped and whose step was measured."""
+    measured = {s.step: s for s in accuracy.steps}
+    return tuple(
+        (str(h.get("trapping_pattern")), measured[h["step"]])
+        for h in health_history
+        if h.get("trapped") and h["step"] in measured
+    )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.pos.claims import audited_updates, world_claims
+from pos_bench.pos.claims import at_diagnoses, audited_updates, world_claims
 from pos_bench.pos.method import Pos
 from pos_bench.protocols import ClaimingMethod
-from pos_bench.truth import Claim, judge
+from pos_bench.truth import Claim, Observed, episode_accuracy, judge
 from pos_bench.types import Decision, Step
 
 from .script import INIT, PosScript, delta
@@ -82,3 +82,17 @@ def test_pos_claims_its_committed_belief_and_its_history_scores_each_audit() -> 
     assert [(u.step, u.status) for u in updates] == [(0, "validated")]
     assert updates[0].committed == method.claims()
     assert relation not in updates[0].before
+
+
+def test_accuracy_at_each_trapping_diagnosis_picks_the_trapped_steps() -> None:
+    env = ToyBenchmark(n_tasks=1).make_env(None)
+    env.reset(ToyBenchmark(n_tasks=1).tasks()[0])
+    world = env.truth()  # nothing is held at the start: "mug 1 held" is false
+    steps = [Observed(i, world, (Claim("mug 1", "held"),)) for i in range(4)]
+    history = [
+        {"step": 1, "trapped": False, "trapping_pattern": None},
+        {"step": 2, "trapped": True, "trapping_pattern": "Static"},
+        {"step": 7, "trapped": True, "trapping_pattern": "Cycle"},  # not measured
+    ]
+    picked = at_diagnoses(history, episode_accuracy(steps))
+    assert [(pattern, s.step, s.false) for pattern, s in picked] == [("Static", 2, 1)]
