@@ -4,7 +4,7 @@ truth facts, and the measures (pure functions) per step and per episode.
 
 The rule that reads a claim (`read`), in full:
 1. Names are compared normalised: lower case, single spaces, no leading article, a word glued to its
-   number split ("mug1" → "mug 1"), agent words ("i", "me", "you", "player", "the agent") → "agent".
+   number split ("mug1" → "mug 1"), agent words ("i", "me", "you", "player", "robot") → "agent".
 2. The claim's subject must name an entity of the world; otherwise no fact is read, and the subject counts
    as invented when it has the shape of the world's entity names (`WorldTruth.entity_shape`). A free-text
    claim (no subject: a verified fact, a summary line) takes the first world entity its text names.
@@ -26,7 +26,7 @@ from typing import Literal
 
 AGENT = "agent"
 """The subject of facts about the agent itself (where it is, what it holds)."""
-_AGENT_WORDS = frozenset({"i", "me", "you", "player", "the agent", "agent", "self", "robot"})
+_AGENT_WORDS = frozenset({"i", "me", "you", "player", "agent", "self", "robot"})
 LITERAL = "<literal>"
 """A `Term.value` meaning: the value is written in the claim right after the phrase (`stock: 4`)."""
 _AFTER = r"\s*(?:is|are|was|=|:|equals|of)?\s*([^\s,;]+)"
@@ -116,7 +116,7 @@ def _occurs(phrase: str, text: str) -> int:
 
 
 def _first_named(text: str, truth: WorldTruth, besides: str = "") -> str | None:
-    """The world entity named first in `text`; the longest name wins a tie ("desk 10" over "desk 1")."""
+    """The world entity named first in `text`; of two names starting at the same place, the longer."""
     hits = [(_occurs(e, text), -len(e), e) for e in truth.entities if e != besides]
     hits = [h for h in hits if h[0] >= 0]
     return min(hits)[2] if hits else None
