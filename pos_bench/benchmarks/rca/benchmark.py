@@ -162,8 +162,8 @@ class RCAEnv:
         self._case_id = task.id
         case = load_case(self._dataset, task.id)
         self._tools = QueryTools(case)
-        key = load_answer(self._dataset, task.id)
-        self._truth = rca_truth(case.topology, key.entities, key.types)
+        self._topology = case.topology
+        self._truth: WorldTruth | None = None
         self._submission: Submission | None = None
         self._uses = 0
         shown = {k: v for k, v in case.task.items() if k != "prompt_text"}
@@ -236,7 +236,11 @@ class RCAEnv:
         )
 
     def truth(self) -> WorldTruth:
-        """The labelled root cause of the case being played (the answer key, read at reset)."""
+        """The labelled root cause of the case being played. The answer key is opened here (and by `score`)
+        only, never by a tool; read once per case."""
+        if self._truth is None:
+            key = load_answer(self._dataset, self._case_id)
+            self._truth = rca_truth(self._topology, key.entities, key.types)
         return self._truth
 
     def close(self) -> None:
