@@ -18,6 +18,7 @@ from typing import Any, Literal
 from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
 from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
+from pos_bench.truth import Claim
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 INSTRUCTIONS = (
@@ -213,3 +214,12 @@ class HiAgent(MethodBase):
             "summarize": self.summarize,
             "meta_actions_use_turns": False,
         }
+
+    def claims(self) -> tuple[Claim, ...]:
+        """The summaries of finished subgoals already written (never a new summariser call), as free-text
+        claims; with `summary_cache=False` none is kept, so there are none (`ClaimingMethod`)."""
+        return tuple(
+            Claim("", sg.summary, source="subgoal summary", ref=f"subgoal {sg.id}")
+            for sg in self.finished
+            if sg.summary
+        )

@@ -16,6 +16,7 @@ from typing import Any
 from baselines.alfworld_examples import Episode, examples_for, states, to_2_1_2, uses_2_1_2
 from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
+from pos_bench.truth import AGENT, Claim
 from pos_bench.types import Brief, Decision, Observation, Prompt, Step, Task
 
 STATE_KEYS = ("goal", "locations_visited", "current_location", "current_inventory", "thought")
@@ -66,6 +67,8 @@ class StateAct(MethodBase):
         self.turns: list[str] = []
         self.actions: list[str] = []
         self.stopped_at: int | None = None
+        self.state: Mapping[str, Any] = {}
+        """The newest state block."""
 
     def unsupported(self, first: Observation) -> str | None:
         if first.tools:
@@ -118,6 +121,7 @@ class StateAct(MethodBase):
             return None
         action = str(step.decision.action)
         state = {**step.decision.extra, "thought": step.decision.thought}
+        self.state = state
         self.turns += [state_block(state, action), step.after.text]
         self.actions.append(action)
         recent = self.actions[-self.repeat_stop :] if self.repeat_stop else []
@@ -133,3 +137,10 @@ class StateAct(MethodBase):
             "example_type": self.examples.task_type,
             "example_type_matched": self.examples.matched,
         }
+
+    def claims(self) -> tuple[Claim, ...]:
+        """The newest state line: where the agent is and what it holds (`ClaimingMethod`)."""
+        where, held = _value(self.state.get("current_location")), _value(self.state.get("current_inventory"))
+        claims = [] if where == "None" else [Claim(AGENT, "at", where, source="state line")]
+        holding = Claim(AGENT, "holding nothing") if held == "None" else Claim(AGENT, "holding", held)
+        return (*claims, *([] if not self.state else [holding]))

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
 from pos_bench.events import Event
+from pos_bench.truth import Claim, WorldTruth
 from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
 
 
@@ -39,6 +40,17 @@ class Env(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class TruthfulEnv(Env, Protocol):
+    """An environment that knows the ground truth of its world (issue 28); the truth does not depend on who
+    plays. Benchmarks whose environments lack this method have no truth to score memories against."""
+
+    def truth(self) -> WorldTruth | None:
+        """The world as it is now (after the last reset or step); None when the benchmark's `truth` setting
+        turned it off."""
+        ...
 
 
 @runtime_checkable
@@ -114,6 +126,16 @@ class Method(Protocol):
 
     def report(self) -> Mapping[str, Any]:
         """End-of-episode record stored in `result.json` (e.g. the final belief)."""
+        ...
+
+
+@runtime_checkable
+class ClaimingMethod(Method, Protocol):
+    """A method that keeps a state of the world and can say what it claims (issue 28). Methods without this
+    capability (raw history, ACON, PACE) keep no state: there is nothing to score."""
+
+    def claims(self) -> tuple[Claim, ...]:
+        """What the memory states about the world now, after the last `start` or `update`."""
         ...
 
 

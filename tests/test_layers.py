@@ -21,6 +21,7 @@ ROOT_HELPERS = {
     "pos_bench.redact",
     "pos_bench.extras",
     "pos_bench.build",
+    "pos_bench.truth",
 }
 """What a plug-in may import from pos_bench outside its own folder."""
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]

@@ -35,6 +35,7 @@ from baselines.lh_harness.records import (
 from pos_bench.prompting import example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
+from pos_bench.truth import Claim
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 
@@ -315,3 +316,12 @@ class LongHorizonHarness(MethodBase):
             "verified_facts": [f"[round {f.round}, step {f.step}] {f.fact}" for f in self.ledger],
             "task_state": self.plan.task_state if self.plan else None,
         }
+
+    def claims(self) -> tuple[Claim, ...]:
+        """Its state records as free-text claims: the auditor-verified ledger and the manager's completed facts
+        (`ClaimingMethod`)."""
+        ledger = [
+            Claim("", f.fact, source="verified", ref=f"round {f.round}, step {f.step}") for f in self.ledger
+        ]
+        done = self.plan.task_state.completed if self.plan else []
+        return (*ledger, *(Claim("", f.fact, source="task_state", ref="completed") for f in done))

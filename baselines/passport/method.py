@@ -29,6 +29,7 @@ from baselines.passport.records import (
 from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.structured import StructuredFailure, ask
+from pos_bench.truth import Claim
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
 MAX_JSON_RETRIES = 2
@@ -291,3 +292,18 @@ class SituationPassport(MethodBase):
             "constraint": self.constraint.text if self.constraint else None,
             **self.counts,
         }
+
+    def claims(self) -> tuple[Claim, ...]:
+        """The committed passport's world records: each entry's state, each relation between names or states
+        (`ClaimingMethod`)."""
+        if self.passport is None:
+            return ()
+        entries = [
+            Claim(e.name, e.state, source=e.source or "", confidence=e.confidence or "", ref=e.name)
+            for e in self.passport.entities
+        ]
+        links = [
+            Claim(r.source, r.relation, r.target, ref=f"{r.source}->{r.target}")
+            for r in self.passport.relations
+        ]
+        return (*entries, *links)

@@ -11,7 +11,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pos_bench.benchmarks.household import Household, household_truth
 from pos_bench.protocols import Model
+from pos_bench.truth import WorldTruth
 from pos_bench.types import Action, Brief, Observation, Score, Task
 
 SYSTEM = (
@@ -29,6 +31,7 @@ OPENABLE = {"cabinet 1", "drawer 1", "fridge 1", "microwave 1"}
 OBJECTS = ("mug 1", "apple 1", "book 1", "plate 1", "spoon 1")
 TOOLS = {"clean": "sinkbasin 1", "heat": "microwave 1", "cool": "fridge 1"}
 TASK_TYPES = ("pick_and_place", "clean", "heat", "cool")
+PROPERTIES = ("clean", "hot", "cool")
 
 
 @dataclass
@@ -184,6 +187,21 @@ class ToyEnv:
 
     def score(self) -> Score:
         return Score(success=self.won, value=1.0 if self.won else 0.0)
+
+    def truth(self) -> WorldTruth:
+        """The household as it is now, in the same facts and vocabulary as ALFWorld's."""
+        w = self.world
+        return household_truth(
+            Household(
+                locations={o: (r,) if r else () for o, r in w.where.items()},
+                receptacles=RECEPTACLES,
+                held=w.holding,
+                at=(w.at,) if w.at else (),
+                openable={r: r in w.opened for r in OPENABLE},
+                properties={o: {p: p in w.states.get(o, set()) for p in PROPERTIES} for o in OBJECTS},
+            ),
+            self.goal,
+        )
 
     def close(self) -> None:
         return None

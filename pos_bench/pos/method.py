@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pos_bench.pos.belief import Belief, Goal, changed_ids, gap_targets
+from pos_bench.pos.claims import world_claims
 from pos_bench.pos.gaps import GAP_TYPES, GapIds, same_pointer
 from pos_bench.pos.health import BeliefHealth, HealthTransition, Snapshot, TrappingConfig, assess, window_of
 from pos_bench.pos.recovery import RecoveryConfig, RecoveryDirective, compose
@@ -27,6 +28,7 @@ from pos_bench.pos.updater import BeliefFailure, Updater
 from pos_bench.pos.view import sections
 from pos_bench.prompting import policy_prompt
 from pos_bench.protocols import MethodBase, Model
+from pos_bench.truth import Claim
 from pos_bench.types import Brief, Observation, Prompt, Step, Task, action_json
 
 
@@ -347,6 +349,10 @@ class Pos(MethodBase):
             "success": _env_success(obs),
             "available_actions": list(obs.actions),
         }
+
+    def claims(self) -> tuple[Claim, ...]:
+        """What the committed belief states about the world (`ClaimingMethod`)."""
+        return world_claims(self.belief.world.to_dict())
 
     def report(self) -> Mapping[str, Any]:
         r = self.records

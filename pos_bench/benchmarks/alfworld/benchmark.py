@@ -20,8 +20,10 @@ from pos_bench.benchmarks.alfworld.data import (
     select_games,
     split_dir,
 )
+from pos_bench.benchmarks.alfworld.truth import alfworld_truth
 from pos_bench.extras import MissingExtra, require
 from pos_bench.protocols import Model
+from pos_bench.truth import WorldTruth
 from pos_bench.types import Action, Brief, Observation, Score, Task
 
 ENGINE_STEP_CAP = 50
@@ -76,7 +78,12 @@ class AlfWorldEnv:
     planner)."""
 
     def __init__(
-        self, text_version: str = "2.1.2", *, max_steps: int = ENGINE_STEP_CAP, expert_plan: bool = False
+        self,
+        text_version: str = "2.1.2",
+        *,
+        max_steps: int = ENGINE_STEP_CAP,
+        expert_plan: bool = False,
+        truth: bool = True,
     ):
         try:
             import textworld
@@ -88,6 +95,8 @@ class AlfWorldEnv:
         self.text_version = text_version
         self.max_steps = max_steps
         self.expert_plan = expert_plan
+        self.keeps_truth = truth
+        """Ask the engine for its facts each step, so `truth()` can answer (scripts/bench_truth.py)."""
         self._game: Any = None
         self._state: Any = None
         self._goal = ""
@@ -102,7 +111,9 @@ class AlfWorldEnv:
         if self.expert_plan:
             wrappers.append(expert(expert_type="planner"))
             extras.append("expert_plan")
-        request = self._textworld.EnvInfos(won=True, admissible_commands=True, extras=extras)
+        request = self._textworld.EnvInfos(
+            won=True, admissible_commands=True, facts=self.keeps_truth, extras=extras
+        )
         self._game = self._textworld.start(str(gamefile), request, wrappers=wrappers)
         self._state = self._game.reset()
         self._steps = 0
@@ -132,6 +143,12 @@ class AlfWorldEnv:
             goal=self._goal,
             info=info,
         )
+
+    def truth(self) -> WorldTruth | None:
+        """The engine's facts as a household truth; None with `truth=False` or before the first reset."""
+        if not self.keeps_truth or self._state is None:
+            return None
+        return alfworld_truth(self._state["facts"], self._goal)
 
     def score(self) -> Score:
         won = bool(self._state is not None and self._state["won"])
@@ -165,6 +182,7 @@ class AlfWorldBenchmark:
         max_turns: int = 50,
         text_version: str = "2.1.2",
         split: str = DEFAULT_SPLIT,
+        truth: bool = True,
     ):
         require("alfworld", "alfworld", "textworld", what="bench=alfworld (the real TextWorld engine)")
         split_dir(split)  # validates the name
@@ -181,6 +199,8 @@ class AlfWorldBenchmark:
         self.max_turns = max_turns
         self.text_version = text_version
         self.split = split
+        self.truth = truth
+        """Environments report the engine's facts per step (`TruthfulEnv`); off saves their cost."""
         self.brief = Brief(
             system=SYSTEM, example=example(text_version), mode="execution", policy_max_tokens=512
         )
@@ -199,7 +219,7 @@ class AlfWorldBenchmark:
         return self._tasks
 
     def make_env(self, model: Model) -> AlfWorldEnv:
-        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP)
+        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP, truth=self.truth)
 
     def make_expert_env(self, model: Model) -> AlfWorldEnv:
-        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP, expert_plan=True)
+        return AlfWorldEnv(self.text_version, max_steps=ENGINE_STEP_CAP, expert_plan=True, truth=self.truth)

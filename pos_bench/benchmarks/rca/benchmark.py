@@ -18,8 +18,10 @@ from pos_bench.benchmarks.rca.catalog import FAULT_TYPES, judge, norm_fault_type
 from pos_bench.benchmarks.rca.data import SOURCES, Dataset, check, load_answer, load_case, resolve
 from pos_bench.benchmarks.rca.tool_specs import SPECS, ArgumentError, schemas
 from pos_bench.benchmarks.rca.tools import QueryTools
+from pos_bench.benchmarks.rca.truth import rca_truth
 from pos_bench.extras import require
 from pos_bench.protocols import Model
+from pos_bench.truth import WorldTruth
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
 SUBMIT = "submit_root_cause"
@@ -160,6 +162,8 @@ class RCAEnv:
         self._case_id = task.id
         case = load_case(self._dataset, task.id)
         self._tools = QueryTools(case)
+        self._topology = case.topology
+        self._truth: WorldTruth | None = None
         self._submission: Submission | None = None
         self._uses = 0
         shown = {k: v for k, v in case.task.items() if k != "prompt_text"}
@@ -230,6 +234,14 @@ class RCAEnv:
                 "tool_uses": self._uses,
             },
         )
+
+    def truth(self) -> WorldTruth:
+        """The labelled root cause of the case being played. The answer key is opened here (and by `score`)
+        only, never by a tool; read once per case."""
+        if self._truth is None:
+            key = load_answer(self._dataset, self._case_id)
+            self._truth = rca_truth(self._topology, key.entities, key.types)
+        return self._truth
 
     def close(self) -> None:
         return None

@@ -21,6 +21,7 @@ from pos_bench.benchmarks.loca.catalog import catalog_order, catalog_outline
 from pos_bench.benchmarks.loca.mini import course, inventory, mail
 from pos_bench.benchmarks.loca.mini.generation import SCALES, SEEDS
 from pos_bench.benchmarks.loca.mini.tools import ToolError
+from pos_bench.benchmarks.loca.mini.truth import loca_truth
 from pos_bench.benchmarks.loca.mini.workspace import (
     CLAIM_DONE,
     VIRTUAL_ROOT,
@@ -30,6 +31,7 @@ from pos_bench.benchmarks.loca.mini.workspace import (
     changes,
 )
 from pos_bench.protocols import Model
+from pos_bench.truth import WorldTruth
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
 
 FAMILIES: Mapping[str, Family] = {f.name: f for f in (mail.FAMILY, inventory.FAMILY, course.FAMILY)}
@@ -76,8 +78,10 @@ def task_id(family: str, seed: int, scale: str) -> str:
 class LocaEnv:
     """One mini-LOCA episode at a time; the workspace lives in a temporary folder removed on close/reset."""
 
-    def __init__(self, *, max_tool_uses: int = 100):
+    def __init__(self, *, max_tool_uses: int = 100, truth: bool = True):
         self.max_tool_uses = max_tool_uses
+        self.keeps_truth = truth
+        """Read the whole workspace for `truth()`; its cost grows with the case's scale."""
         self._root: Path | None = None
 
     def reset(self, task: Task) -> Observation:
@@ -171,6 +175,10 @@ class LocaEnv:
             },
         )
 
+    def truth(self) -> WorldTruth | None:
+        """The records and files the checker reads, as they are now; None with `truth=False` or once closed."""
+        return loca_truth(self._ws) if self.keeps_truth and self._root is not None else None
+
     def close(self) -> None:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
@@ -193,6 +201,7 @@ class LocaBenchmark:
         limit: int | None = None,
         max_turns: int = 100,
         max_tool_uses: int = 100,
+        truth: bool = True,
     ):
         for label, values, choices in (("families", families, tuple(FAMILIES)), ("scales", scales, SCALES)):
             unknown = [v for v in values if v not in choices]
@@ -208,6 +217,8 @@ class LocaBenchmark:
         self.families, self.seeds, self.scales = tuple(families), tuple(int(s) for s in seeds), tuple(scales)
         self.start, self.limit = start, limit
         self.max_turns, self.max_tool_uses = max_turns, max_tool_uses
+        self.truth = truth
+        """Environments report the workspace's records and files per step (`TruthfulEnv`)."""
         self.brief = Brief(system=SYSTEM, example=EXAMPLE, mode="execution", policy_max_tokens=4096)
 
     def tasks(self) -> list[Task]:
@@ -225,7 +236,7 @@ class LocaBenchmark:
         return tasks[self.start : end]
 
     def make_env(self, model: Model) -> LocaEnv:
-        return LocaEnv(max_tool_uses=self.max_tool_uses)
+        return LocaEnv(max_tool_uses=self.max_tool_uses, truth=self.truth)
 
 
 def generate(family: str, seed: int, scale: str) -> Case:
