@@ -283,7 +283,7 @@ def eval_log(run: Run):
         task=run.bench,
         task_display_name=run.name,
         solver=run.method,
-        tags=list(run.flags),
+        tags=[run.method, *run.flags],
         dataset=EvalDataset(name=run.bench, samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
         model_args=dict(meta.get("model") or {}),
