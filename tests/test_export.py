@@ -116,3 +116,28 @@ def test_a_folder_without_runs_is_one_clear_error(tmp_path):
         cwd=REPO,
     )
     assert done.returncode != 0 and "no run folder" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_without_the_inspect_extra_the_export_says_which_extra_to_install(fixture_runs, tmp_path):  # noqa: F811
+    hide = (
+        "import sys, runpy; sys.modules['inspect_ai'] = None; "
+        "runpy.run_module('pos_bench.export', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            hide,
+            str(fixture_runs["toy_pos"]),
+            str(tmp_path / "out"),
+            "--format",
+            "inspect",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "needs the `inspect` extra" in done.stderr and "uv sync --extra inspect" in done.stderr
+    assert not (tmp_path / "out").exists()
