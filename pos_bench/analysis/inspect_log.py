@@ -21,9 +21,8 @@ from typing import Any
 
 from pos_bench import __version__
 from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_json, read_jsonl
+from pos_bench.context_load import POLICY_ROLE
 from pos_bench.extras import require
-
-POLICY_ROLE = "agent"
 
 
 def read_events(run_dir: Path, task_id: str) -> list[dict[str, Any]]:
@@ -144,9 +143,7 @@ def _event(e: Mapping[str, Any], model: str, **common: Any):
         return ErrorEvent(error=error, **common)
     data = {k: v for k, v in e.items() if k not in ("kind", "time")}
     meta = {"turn": e["turn"]} if "turn" in e else None
-    return InfoEvent(
-        source=str(kind), data=json.loads(json.dumps(data, default=str)), metadata=meta, **common
-    )
+    return InfoEvent(source=str(kind), data=data, metadata=meta, **common)
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -253,6 +250,15 @@ def results(samples: list):
     )
 
 
+def episode_rows(run: Run) -> list[dict[str, Any]]:
+    """Each episode's full result (result.json over its results.jsonl row), or `{task_id, status: running}`."""
+    recorded = {str(r.get("task_id")): r for r in read_jsonl(run.folder / "results.jsonl")}
+    return [
+        episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, "status": "running"}
+        for t in map(str, run.episodes["task_id"])
+    ]
+
+
 def eval_log(run: Run):
     """The whole run as an EvalLog; an unfinished run keeps status `started`."""
     from inspect_ai import __version__ as inspect_version
@@ -261,15 +267,7 @@ def eval_log(run: Run):
 
     meta = read_json(run.folder / "run.json")
     model = model_id(meta, run)
-    recorded = {str(r.get("task_id")): r for r in read_jsonl(run.folder / "results.jsonl")}
-    samples = [
-        sample(
-            run.folder,
-            episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, **row},
-            model,
-        )
-        for t, row in ((str(r["task_id"]), {"status": r["status"]}) for r in run.episodes.to_dict("records"))
-    ]
+    samples = [sample(run.folder, row, model) for row in episode_rows(run)]
     starts = [s.started_at for s in samples if s.started_at]
     ends = [s.completed_at for s in samples if s.completed_at]
     roles: dict[str, Any] = {}
@@ -293,6 +291,7 @@ def eval_log(run: Run):
             "labels": meta.get("labels") or {},
             "flags": list(run.flags),
             "fingerprint": run.fingerprint,
+            "identity": meta.get("identity") or {},
             "config": meta.get("config") or {},
             "run_folder": str(run.folder),
         },
