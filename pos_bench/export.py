@@ -34,7 +34,7 @@ from pos_bench.analysis.runs import (
     read_json,
     read_jsonl,
 )
-from pos_bench.extras import MissingExtra
+from pos_bench.extras import MissingExtra, require
 
 
 def _json(value: Any) -> str:
@@ -195,6 +195,7 @@ def run_stem(run_dir: Path) -> str:
 
 
 def _parquet(run_dir: Path, out: Path, stem: str) -> list[Path]:
+    require("export", "datasets", what="Exporting a run as parquet")
     return list(export(run_dir, out / stem).values())
 
 
