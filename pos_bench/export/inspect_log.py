@@ -1,0 +1,320 @@
+"""A run folder as an inspect_ai eval log (`.eval`), so a run opens in `inspect view` and in any tool that reads
+inspect's log format. The log is built from inspect_ai's own typed models and written with its
+`write_eval_log`, so it is valid by construction.
+
+What maps to what (README "Export" has the table): one sample per episode (id = task id, input = the first
+observation, target = the goal); the policy conversation as the sample's messages; every model call (policy and
+the method's own roles: belief, sentinel, compressor…) as a ModelEvent carrying its role and exact prompt; each
+environment step and each memory record as an InfoEvent inside a span per turn; scores `success` (bool, its
+answer = the final action) and `score` (the benchmark's value); usage per role in `role_usage`; an episode error
+as the sample's error. The eval's task is the benchmark, its model the run's model, its metadata the run's
+labels, flags, fingerprint and resolved config, its results the success rate (accuracy) and the mean score.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pos_bench import __version__
+from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_json, read_jsonl
+from pos_bench.extras import require
+from pos_bench.runner.summary import POLICY_ROLE
+
+
+def read_events(run_dir: Path, task_id: str) -> list[dict[str, Any]]:
+    """An episode's transcript events in order (the one place this module reads `events.jsonl`)."""
+    return read_jsonl(episode_folder(run_dir, task_id) / "events.jsonl")
+
+
+def _when(seconds: float | None) -> datetime | None:
+    return datetime.fromtimestamp(seconds, UTC) if seconds else None
+
+
+def _text(action: Any) -> str:
+    """An action as text: a command as it is, a tool call as its JSON."""
+    return action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, sort_keys=True)
+
+
+def _usage(usage: Mapping[str, Any] | None):
+    from inspect_ai.model import ModelUsage
+
+    u = usage or {}
+    inp, out = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
+    return ModelUsage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
+
+
+def _messages(prompt: Mapping[str, Any]) -> list:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+
+    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    return [kinds[m["role"]](content=str(m["content"])) for m in prompt.get("messages", ())]
+
+
+def conversation(events: Iterable[Mapping[str, Any]]) -> list:
+    """The policy's conversation: its first prompt in full, then per later call the newest message, each
+    followed by the reply (methods rebuild the whole prompt each turn; the exact prompts are the ModelEvents)."""
+    from inspect_ai.model import ChatMessageAssistant
+
+    messages: list = []
+    for e in events:
+        if e.get("kind") != "call" or e.get("role") != POLICY_ROLE:
+            continue
+        sent = _messages(e.get("prompt") or {})
+        messages += sent if not messages else sent[-1:]
+        messages.append(ChatMessageAssistant(content=str(e.get("reply", "")), model=None))
+    return messages
+
+
+EPISODE_KINDS = ("reset", "score", "error")
+"""Event kinds that belong to the episode, not to a turn."""
+
+
+def turns_of(events: list[Mapping[str, Any]]) -> list[int | None]:
+    """The turn each event belongs to: its own `turn`, else that of the next event carrying one (a policy
+    call precedes its step, the method's calls precede the step's memory record)."""
+    turns: list[int | None] = [None] * len(events)
+    following: int | None = None
+    for n in range(len(events) - 1, -1, -1):
+        e = events[n]
+        if e.get("kind") in EPISODE_KINDS:
+            following = None
+        elif isinstance(e.get("turn"), int):
+            following = e["turn"]
+        turns[n] = following if e.get("kind") not in EPISODE_KINDS else None
+    return turns
+
+
+def transcript(events: list[Mapping[str, Any]], model: str) -> list:
+    """inspect events for an episode: a span per turn holding its model calls, steps and memory records."""
+    from inspect_ai.event import SpanBeginEvent, SpanEndEvent
+
+    start = next((e["time"] for e in events if e.get("time")), 0.0)
+    out: list = []
+    span: str | None = None
+    for n, (e, turn) in enumerate(zip(events, turns_of(events), strict=True)):
+        at = e.get("time") or start
+        common = {"timestamp": _when(at), "working_start": max(0.0, at - start)}
+        name = None if turn is None else f"turn-{turn}"
+        if name != span:
+            if span:
+                out.append(SpanEndEvent(id=span, uuid=f"{span}-end", **common))
+            if name:
+                out.append(SpanBeginEvent(id=name, name=f"turn {turn}", type="turn", uuid=name, **common))
+            span = name
+        out.append(_event(e, model, uuid=f"e{n}", span_id=span, **common))
+    if span:
+        out.append(
+            SpanEndEvent(id=span, uuid=f"{span}-end", timestamp=_when(events[-1].get("time") or start))
+        )
+    return out
+
+
+def _event(e: Mapping[str, Any], model: str, **common: Any):
+    """One pos_bench transcript event as an inspect event: a model call, an error, or an info record."""
+    from inspect_ai.event import ErrorEvent, InfoEvent, ModelEvent
+    from inspect_ai.log import EvalError
+    from inspect_ai.model import GenerateConfig, ModelOutput
+
+    kind = e.get("kind")
+    if kind in ("call", "call_error"):
+        prompt = e.get("prompt") or {}
+        output = ModelOutput.from_content(model, str(e.get("reply", "")))
+        output.usage = _usage(e.get("usage"))
+        return ModelEvent(
+            model=model,
+            role=str(e.get("role")),
+            input=_messages(prompt),
+            tools=[],
+            tool_choice="none",
+            config=GenerateConfig(max_tokens=prompt.get("max_tokens")),
+            output=output,
+            error=e.get("error"),
+            cache="read" if e.get("cached") else None,
+            **common,
+        )
+    if kind == "error":
+        error = EvalError(
+            message=str(e.get("error")), traceback=str(e.get("traceback", "")), traceback_ansi=""
+        )
+        return ErrorEvent(error=error, **common)
+    data = {k: v for k, v in e.items() if k not in ("kind", "time")}
+    meta = {"turn": e["turn"]} if "turn" in e else None
+    return InfoEvent(source=str(kind), data=data, metadata=meta, **common)
+
+
+def _iso(seconds: float | None) -> str | None:
+    when = _when(seconds)
+    return when.isoformat() if when else None
+
+
+def _row_usage(row: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Tokens per role: the result's (what every table counts), else summed from the calls of a running episode."""
+    from inspect_ai.model import ModelUsage
+
+    if row.get("usage"):
+        return {role: _usage(u) for role, u in row["usage"].items()}
+    roles: dict[str, Any] = {}
+    for e in events:
+        if e.get("kind") == "call":
+            roles[str(e["role"])] = roles.get(str(e["role"]), ModelUsage()) + _usage(e.get("usage"))
+    return roles
+
+
+SAMPLE_FIELDS_ELSEWHERE = ("task_id", "success", "score", "usage", "error", "final_observation")
+"""Result fields that have their own place in a sample; the others go into its metadata."""
+
+
+def sample(run_dir: Path, row: Mapping[str, Any], model: str):
+    """One episode as an EvalSample (`row` is its full result, or `{task_id, status: running}`)."""
+    from inspect_ai.log import EvalError, EvalSample
+    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.scorer import Score
+
+    task_id = str(row["task_id"])
+    events = read_events(run_dir, task_id)
+    first = (next((e for e in events if e.get("kind") == "reset"), {}).get("observation")) or {}
+    steps = [e for e in events if e.get("kind") == "step"]
+    replies = [
+        str(e.get("reply", "")) for e in events if e.get("kind") == "call" and e["role"] == POLICY_ROLE
+    ]
+    final = _text(steps[-1]["action"]) if steps else None
+    running = row.get("status") == "running"
+    scores = None
+    if not running:
+        explanation = row.get("error") or row.get("final_observation") or None
+        success = Score(value=bool(row.get("success")), answer=final, explanation=explanation)
+        scores = {"success": success, "score": Score(value=float(row.get("score") or 0.0), answer=final)}
+    failure = next((e for e in reversed(events) if e.get("kind") == "error"), {})
+    error = row.get("error")
+    roles = _row_usage(row, events)
+    times = [float(e["time"]) for e in events if e.get("time")]
+    return EvalSample(
+        id=task_id,
+        epoch=1,
+        input=str(first.get("text", "")),
+        target=str(first.get("goal", "")),
+        messages=conversation(events),
+        output=ModelOutput.from_content(model, replies[-1] if replies else ""),
+        scores=scores,
+        metadata={k: v for k, v in row.items() if k not in SAMPLE_FIELDS_ELSEWHERE},
+        events=transcript(events, model) if events else [],
+        model_usage={model: sum(roles.values(), ModelUsage())},
+        role_usage=roles,
+        started_at=_iso(min(times)) if times else None,
+        completed_at=None if running or not times else _iso(max(times)),
+        total_time=row.get("seconds"),
+        uuid=f"{run_dir.name}/{task_id}",
+        error=(
+            EvalError(message=str(error), traceback=str(failure.get("traceback", "")), traceback_ansi="")
+            if error
+            else None
+        ),
+    )
+
+
+def model_id(meta: Mapping[str, Any], run: Run) -> str:
+    """inspect's `provider/model` from the run's model description, else the model label."""
+    described = meta.get("model") or {}
+    if described.get("provider") and described.get("model"):
+        return f"{described['provider']}/{described['model']}"
+    return run.model
+
+
+def results(samples: list):
+    """Success rate as `accuracy` and the mean score, over the episodes that finished (errors count as failures)."""
+    from inspect_ai.log import EvalMetric, EvalResults, EvalScore
+
+    scored = [s.scores for s in samples if s.scores]
+    n = max(len(scored), 1)
+
+    def score(name: str, metric: str, value: float) -> EvalScore:
+        return EvalScore(
+            name=name,
+            scorer=name,
+            scored_samples=len(scored),
+            unscored_samples=len(samples) - len(scored),
+            metrics={metric: EvalMetric(name=metric, value=value)},
+        )
+
+    return EvalResults(
+        total_samples=len(samples),
+        completed_samples=len(scored),
+        scores=[
+            score("success", "accuracy", sum(bool(s["success"].value) for s in scored) / n),
+            score("score", "mean", sum(float(s["score"].value) for s in scored) / n),
+        ],
+    )
+
+
+def episode_rows(run: Run) -> list[dict[str, Any]]:
+    """Each episode's full result (result.json over its results.jsonl row), or `{task_id, status: running}`."""
+    recorded = {str(r.get("task_id")): r for r in read_jsonl(run.folder / "results.jsonl")}
+    return [
+        episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, "status": "running"}
+        for t in map(str, run.episodes["task_id"])
+    ]
+
+
+def eval_log(run: Run):
+    """The whole run as an EvalLog; an unfinished run keeps status `started`."""
+    from inspect_ai import __version__ as inspect_version
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, EvalStats
+    from inspect_ai.model import ModelUsage
+
+    meta = read_json(run.folder / "run.json")
+    model = model_id(meta, run)
+    samples = [sample(run.folder, row, model) for row in episode_rows(run)]
+    starts = [s.started_at for s in samples if s.started_at]
+    ends = [s.completed_at for s in samples if s.completed_at]
+    roles: dict[str, Any] = {}
+    for s in samples:
+        for role, usage in s.role_usage.items():
+            roles[role] = roles.get(role, ModelUsage()) + usage
+    spec = EvalSpec(
+        eval_id=run.fingerprint[:22],
+        run_id=run.fingerprint[:22],
+        created=min(starts) if starts else datetime.now(UTC).isoformat(),
+        task=run.bench,
+        task_display_name=run.name,
+        solver=run.method,
+        tags=[run.method, *run.flags],
+        dataset=EvalDataset(name=run.bench, samples=len(samples), sample_ids=[s.id for s in samples]),
+        model=model,
+        model_args=dict(meta.get("model") or {}),
+        config=EvalConfig(),
+        packages={"pos_bench": __version__, "inspect_ai": inspect_version},
+        metadata={
+            "labels": meta.get("labels") or {},
+            "flags": list(run.flags),
+            "fingerprint": run.fingerprint,
+            "identity": meta.get("identity") or {},
+            "config": meta.get("config") or {},
+            "run_folder": str(run.folder),
+        },
+    )
+    return EvalLog(
+        status="started" if "in progress" in run.flags else "success",
+        eval=spec,
+        results=results(samples),
+        stats=EvalStats(
+            started_at=min(starts) if starts else "",
+            completed_at=max(ends) if ends and "in progress" not in run.flags else "",
+            model_usage={model: sum(roles.values(), ModelUsage())},
+            role_usage=roles,
+        ),
+        samples=samples,
+    )
+
+
+def write_inspect_log(run_dir: Path, path: Path) -> Path:
+    """Write `run_dir` as the inspect_ai log `path` (`.eval`); returns the path."""
+    require("inspect", "inspect_ai", what="Exporting a run as an inspect_ai log")
+    from inspect_ai.log import write_eval_log
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(eval_log(load_run(run_dir)), str(path), format="eval")
+    return path
