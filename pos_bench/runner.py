@@ -26,6 +26,7 @@ from hydra.errors import InstantiationException
 
 from pos_bench.backends import Placement, Pool, Shared, session, worker_parent_pid
 from pos_bench.build import build
+from pos_bench.context_fit import context_problem
 from pos_bench.context_load import context_load
 from pos_bench.identity import RunIdentity, check_folder, run_identity
 from pos_bench.loop import RetryBudget, play
@@ -229,7 +230,9 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         method = build(cfg["method"])(model=model)
     except Exception as error:
         raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
-    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    first = first_observation(benchmark, model, tasks) if tasks else None
+    problem = method.unsupported(first) if first else None
+    problem = problem or (context_problem(cfg, benchmark.brief, first) if first else None)
     if problem:
         raise ConfigError(problem)
     cache = CacheConfig(**(cfg.get("cache") or {}))
