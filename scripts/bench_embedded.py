@@ -47,6 +47,7 @@ class Timed:
 
     model: LocalModel
     env: Any
+    verbose: bool = False
     env_steps: int = 0
     calls: list[Call] = field(default_factory=list)
 
@@ -64,6 +65,8 @@ class Timed:
         # a policy call opens the next step; the method's update calls belong to the step just played
         step = self.env_steps + 1 if role == "agent" else max(self.env_steps, 1)
         timings = self.model.last_timings
+        if self.verbose:
+            print(f"  call {role} step {step}: {wall:.1f} s wall, {cpu:.1f} CPU-s, {timings}", flush=True)
         self.calls.append(
             Call(
                 role,
@@ -163,7 +166,7 @@ def workers(prompt: Prompt, calls: int) -> list[dict[str, Any]]:
     return rows
 
 
-def episode(method: str, turns: int, game: int, overrides: Sequence[str]) -> list[Call]:
+def episode(method: str, turns: int, game: int, overrides: Sequence[str], verbose: bool) -> list[Call]:
     cfg = compose_config(
         [
             f"method={method}",
@@ -176,7 +179,7 @@ def episode(method: str, turns: int, game: int, overrides: Sequence[str]) -> lis
     )
     bench = build(cfg["bench"])
     model = LocalModel(**{k: v for k, v in cfg["model"].items() if k != "_target_"})
-    timed = Timed(model, bench.make_env(None))
+    timed = Timed(model, bench.make_env(None), verbose)
     with build(cfg["method"])(model=timed) as agent:
         play(
             bench.tasks()[0],
@@ -232,6 +235,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=4, help="calls per worker for the workers figure")
     parser.add_argument("--parts", nargs="+", default=["rates", "workers", "steps"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
+    parser.add_argument("--verbose", action="store_true", help="print every call as it ends")
     args = parser.parse_args()
     prompt = sample_prompt()
     if "rates" in args.parts:
@@ -254,7 +258,7 @@ def main() -> None:
         )
         for name in args.variants:
             method, overrides = VARIANTS[name]
-            for line in summarize(name, episode(method, args.turns, args.game, overrides)):
+            for line in summarize(name, episode(method, args.turns, args.game, overrides, args.verbose)):
                 print(line, flush=True)
 
 
