@@ -154,7 +154,9 @@ def test_the_preset_gives_each_worker_its_share_of_the_cores():
     for n_jobs in (1, 2):
         cfg = compose_config(["bench=toy", "method=raw", "model=smollm2", f"runner.n_jobs={n_jobs}"])
         assert build(cfg["model"]).describe()["n_threads"] == default_threads(n_jobs)
-    cfg = compose_config(["bench=toy", "method=raw", "model=smollm2", "runner.n_jobs=2", "++model.n_threads=5"])
+    cfg = compose_config(
+        ["bench=toy", "method=raw", "model=smollm2", "runner.n_jobs=2", "++model.n_threads=5"]
+    )
     assert build(cfg["model"]).describe()["n_threads"] == 5
 
 
