@@ -180,15 +180,21 @@ def episode(method: str, turns: int, game: int, overrides: Sequence[str], verbos
     bench = build(cfg["bench"])
     model = LocalModel(**{k: v for k, v in cfg["model"].items() if k != "_target_"})
     timed = Timed(model, bench.make_env(None), verbose)
-    with build(cfg["method"])(model=timed) as agent:
-        play(
-            bench.tasks()[0],
-            timed,
-            agent,
-            timed,
-            brief=bench.brief,
-            max_turns=bench.max_turns,
-            log=Transcript(path=None, keep=False),
+    try:
+        with build(cfg["method"])(model=timed) as agent:
+            play(
+                bench.tasks()[0],
+                timed,
+                agent,
+                timed,
+                brief=bench.brief,
+                max_turns=bench.max_turns,
+                log=Transcript(path=None, keep=False),
+            )
+    except Exception as error:  # noqa: BLE001 - the episode boundary: the calls made so far are still reported
+        print(
+            f"{method} {' '.join(overrides)}: episode ended by {type(error).__name__}: {error}"[:300],
+            flush=True,
         )
     timed.close()
     model.close()
