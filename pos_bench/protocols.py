@@ -24,6 +24,19 @@ class Model(Protocol):
 
 
 @runtime_checkable
+class ContextLimited(Protocol):
+    """A model whose context window is fixed and known, and which can count a prompt's tokens without
+    answering it (the embedded model). Pre-flight uses it to stop a run whose first prompt cannot fit."""
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model can attend to: prompt and reply together."""
+        ...
+
+    def count_tokens(self, prompt: Prompt) -> int: ...
+
+
+@runtime_checkable
 class Env(Protocol):
     """One playable instance of a benchmark. May call its model for benchmark roles (provider, judge)."""
 

@@ -196,7 +196,7 @@ def test_run_json_records_the_passport_limits_of_the_embedded_preset_and_none_el
         assert (limits is not None) is limited
         if limited:
             assert limits == {"items": 6, "name_chars": 32, "state_chars": 80, "ref_chars": 24, "findings": 3}
-            assert recorded["model"]["reply_limits"] == limits
+            assert recorded["model"]["passport_limits"] == limits
 
 
 def test_a_benchmark_brings_its_method_settings_and_the_command_line_wins():

@@ -52,6 +52,7 @@ NOT_IDENTITY = frozenset(
         "price",
         "cacheable",
         "tokens_per_minute",
+        "workers",  # the embedded model's share of the cores: sets n_threads, which is recorded itself
     }
 )
 """`describe()` fields that do not change what the model answers, left out of the cache key."""

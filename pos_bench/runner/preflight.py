@@ -28,6 +28,7 @@ from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import env_setting_problems, key_variables
+from pos_bench.runner.context_fit import context_problem
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
@@ -224,7 +225,9 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
         method = build(cfg["method"])(model=model)
     except Exception as error:
         raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
-    problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
+    first = first_observation(benchmark, model, tasks) if tasks else None
+    problem = method.unsupported(first) if first else None
+    problem = problem or (context_problem(cfg, benchmark.brief, first) if first else None)
     if problem:
         raise ConfigError(problem)
     cache = CacheConfig(**(cfg.get("cache") or {}))

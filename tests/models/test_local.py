@@ -9,10 +9,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.models.local import LocalModel, LocalModelError, bounded_schema
+from pos_bench.build import build
+from pos_bench.models.cache import identity as model_identity
+from pos_bench.models.local import LocalModel, LocalModelError, bounded_schema, default_threads
 from pos_bench.models.serve_local import SERVED_NAME, serve_embedded
 from pos_bench.parse import parse_decision
 from pos_bench.prompting import policy_prompt, render_observation
+from pos_bench.protocols import ContextLimited
+from pos_bench.rescore import compose_config
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Decision, Message, Prompt
 
@@ -47,7 +51,7 @@ def test_describe_identifies_runtime_and_weights_without_loading():
     assert info["provider"] == "embedded" and info["smoke"] is True
     assert info["runtime_version"] == importlib.metadata.version("xllamacpp")
     assert re.fullmatch(r"[0-9a-f]{64}", info["weights_sha256"])
-    assert info["weights"].endswith(".gguf") and info["n_threads"] == 1 and info["temperature"] == 0.0
+    assert info["weights"].endswith(".gguf") and info["temperature"] == 0.0
 
 
 def test_bounded_schema_caps_free_strings_and_arrays_only():
@@ -136,3 +140,56 @@ def test_free_form_objects_get_short_keys_and_scalar_values():
         assert pattern.endswith("{1,32}$")
     assert bounded["attributes"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["anyOf"][0]["maxLength"] == 50
     assert bounded["arguments"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["maxLength"] == 50
+
+
+def test_threads_default_to_the_cores_shared_by_the_workers_and_a_set_value_wins():
+    assert [default_threads(w, cores=4) for w in (1, 2, 3, 4, 8, -1)] == [4, 2, 1, 1, 1, 1]
+    with pytest.raises(ValueError, match="workers"):
+        default_threads(0, cores=4)
+    assert LocalModel(workers=1).describe()["n_threads"] == default_threads(1)
+    assert LocalModel(n_threads=3, workers=2).describe()["n_threads"] == 3
+
+
+def test_the_preset_gives_each_worker_its_share_of_the_cores():
+    for n_jobs in (1, 2):
+        cfg = compose_config(["bench=toy", "method=raw", "model=smollm2", f"runner.n_jobs={n_jobs}"])
+        assert build(cfg["model"]).describe()["n_threads"] == default_threads(n_jobs)
+    cfg = compose_config(
+        ["bench=toy", "method=raw", "model=smollm2", "runner.n_jobs=2", "++model.n_threads=5"]
+    )
+    assert build(cfg["model"]).describe()["n_threads"] == 5
+
+
+def test_prefix_reuse_and_reply_limits_are_part_of_the_model_identity():
+    plain, reusing = LocalModel().describe(), LocalModel(cache_prompt=True).describe()
+    assert reusing["cache_prompt"] is True and model_identity(plain) != model_identity(reusing)
+    capped = LocalModel(reply_limits={"belief": {"max_tokens": 64, "items": 2, "chars": 20}}).describe()
+    assert capped["reply_limits"] == {"belief": {"max_tokens": 64, "items": 2, "chars": 20}}
+    assert plain["reply_limits"] is None and model_identity(capped) != model_identity(plain)
+    with pytest.raises(ValueError, match="≥ 1"):
+        LocalModel(reply_limits={"belief": {"max_tokens": 0, "items": 2, "chars": 20}})
+
+
+@embedded
+def test_reply_limits_apply_to_their_role_only(model):
+    """The same prompt, asked as a capped role and as an uncapped one: only the capped reply is shortened."""
+    capped = LocalModel(reply_limits={"belief": {"max_tokens": 40, "items": 1, "chars": 12}})
+    prompt = Prompt(
+        messages=(Message("user", "List every place in a big house, with a long note, as JSON."),),
+        schema=Inventory.model_json_schema(),
+        max_tokens=400,
+    )
+    short = capped.generate(prompt, role="belief")
+    other = capped.generate(prompt, role="agent")
+    assert short.usage.output_tokens <= 40 < other.usage.output_tokens
+    assert other.text == model.generate(prompt, role="belief").text  # no limits set: nothing capped
+    places = json.loads(short.text)["places"] if short.text.endswith("}") else []
+    assert len(places) <= 1 and all(len(p["name"]) <= 12 for p in places)
+    capped.close()
+
+
+@embedded
+def test_count_tokens_matches_what_a_call_evaluates(model):
+    prompt = Prompt(messages=(Message("system", "Be brief."), Message("user", "kitchen " * 50)), max_tokens=1)
+    assert model.count_tokens(prompt) == model.generate(prompt).usage.input_tokens
+    assert isinstance(model, ContextLimited) and model.context_window == 8192
