@@ -78,6 +78,13 @@ class WorldCache:
     def entry(self, case: CaseConfig) -> Path | None:
         return None if self.commit is None else self.cache_dir / self.commit / case.case_id
 
+    def has(self, case: CaseConfig, task_dir: Path) -> bool:
+        """Whether a world of `case` generated at `task_dir` is cached."""
+        entry = self.entry(case)
+        if entry is None or not (entry / "meta.json").is_file():
+            return False
+        return json.loads((entry / "meta.json").read_text(encoding="utf-8"))["task_dir"] == str(task_dir)
+
     def load(self, case: CaseConfig, task_dir: Path) -> World | None:
         """The cached world restored into `task_dir`, or None on a miss."""
         started = time.perf_counter()
