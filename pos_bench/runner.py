@@ -34,7 +34,7 @@ from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.preflight import ConfigError, check_config
 from pos_bench.progress import Progress
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, LabelledBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, LabelledBenchmark, Model, SourcedBenchmark
 from pos_bench.redact import redactor_for
 from pos_bench.results import ResultsFile
 from pos_bench.summary import Price, Summary, summarize, write_summary
@@ -209,6 +209,8 @@ class Prepared:
     description: Mapping[str, Any]
     labels: Mapping[str, str] = field(default_factory=dict)
     """The benchmark's own labels (e.g. `judge`), added to the run's."""
+    upstream: Mapping[str, Any] | None = None
+    """The benchmark's outside code (`SourcedBenchmark.upstream()`), for run.json and the fingerprint."""
 
 
 def preflight(cfg: Mapping[str, Any]) -> Prepared:
@@ -217,6 +219,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     try:
         benchmark = build(cfg["bench"])
         tasks = list(benchmark.tasks())
+        upstream = to_jsonable(benchmark.upstream()) if isinstance(benchmark, SourcedBenchmark) else None
     except Exception as error:  # any failure here would fail every episode: report it once, with its cause
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
         raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
@@ -235,7 +238,7 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
-    return Prepared(tasks, description, labels)
+    return Prepared(tasks, description, labels, upstream)
 
 
 def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:
@@ -295,7 +298,7 @@ def run(
     """Play every pending task of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
     labels = {**labels, **prepared.labels}
-    identity = identity or run_identity(cfg, prepared.description)
+    identity = identity or run_identity(cfg, prepared.description, prepared.upstream)
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
     check_folder(run_dir, identity)
@@ -307,6 +310,7 @@ def run(
             "labels": dict(labels),
             "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
             "model": prepared.description,
+            "upstream": prepared.upstream,
             "config": cfg,
             # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
             "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),

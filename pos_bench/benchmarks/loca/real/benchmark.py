@@ -28,11 +28,12 @@ from pos_bench.benchmarks.loca.real.configs import LENGTHS, CaseConfig, missing_
 from pos_bench.benchmarks.loca.real.isolation import Vault, bwrap_path
 from pos_bench.benchmarks.loca.real.servers import Installed, launch_key, mcp_config
 from pos_bench.benchmarks.loca.real.session import EpisodeServers
+from pos_bench.benchmarks.loca.real.upstream import checkout_commit, identify
 from pos_bench.benchmarks.loca.real.validate import validate_log, validate_tools
-from pos_bench.benchmarks.loca.real.world import World, WorldCache, checkout_commit, generate
+from pos_bench.benchmarks.loca.real.world import World, WorldCache, generate
 from pos_bench.extras import require
 from pos_bench.protocols import Model
-from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
+from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall, Upstream
 
 SYSTEM = """You are an assistant doing a user's office work through tools: course platforms, mail, calendars, \
 online shops, cloud databases, spreadsheets, PDF and Excel files, a terminal and a Python runner.
@@ -362,6 +363,17 @@ class LocaBenchmark:
         ]
         end = None if self.limit is None else self.start + self.limit
         return tasks[self.start : end]
+
+    def upstream(self) -> Upstream:
+        """The checkout's commit and whether its task configurations are the staged ones; an unknown commit
+        is said on stderr (the run goes on)."""
+        problem = missing_checkout(self.root)
+        if problem or self.root is None or self.configs is None:
+            raise FileNotFoundError(problem)
+        found = identify(self.root, self.configs)
+        if found.note:
+            print(f"note: {found.note}", file=sys.stderr)
+        return found
 
     @functools.cached_property
     def cache(self) -> WorldCache | None:

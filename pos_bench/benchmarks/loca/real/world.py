@@ -14,7 +14,6 @@ import json
 import logging
 import pickle
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,21 +30,6 @@ class World:
     prompt: str
     seconds: float
     cached: bool
-
-
-def checkout_commit(root: Path) -> str | None:
-    """The checkout's HEAD commit, or None when `root` is not a git checkout (then nothing is cached)."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-    except (subprocess.CalledProcessError, FileNotFoundError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
 
 
 def generate(case: CaseConfig, task_dir: Path) -> World:
