@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -80,10 +81,14 @@ def main(argv: list[str] | None = None) -> int:
             if result.status not in ("hit", "stored"):
                 tqdm.write(f"{result.case_id}: {result.status} {result.error}")
     wall = time.perf_counter() - started
+    cpu = sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
     per_length: dict[str, list[Prepared]] = defaultdict(list)
     for result in done:
         per_length[result.case_id.split("/")[0]].append(result)
-    print(f"{len(done)} cases in {wall:.0f} s wall with {args.jobs} jobs")
+    print(f"{len(done)} cases in {wall:.0f} s wall with {args.jobs} jobs, {cpu:.0f} CPU-s (all processes)")
     for length, results in per_length.items():
         made = [r for r in results if r.status == "stored"]
         disk = _size(bench.cache.cache_dir / bench.cache.commit / length)
