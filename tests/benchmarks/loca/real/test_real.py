@@ -371,3 +371,23 @@ def test_ab_testing_solved_through_bigquery_and_cloud_actions(dirs, wrong, serve
     assert "record.csv" in seen[3].text
     assert env.score().value == (0.0 if wrong else 1.0), seen[-1].text[-1500:]
     env.close()
+
+
+def test_worlds_generated_ahead_of_time_are_the_ones_a_reset_restores(dirs, capsys):
+    from pos_bench.benchmarks.loca.real.pregenerate import main as pregenerate
+
+    common = [
+        f"bench.root={ROOT}",
+        "bench.families=[NhlB2bAnalysis]",
+        "bench.seeds=[123]",
+        f"bench.work_dir={dirs['work_dir']}",
+        f"bench.cache_dir={dirs['cache_dir']}",
+    ]
+    assert pregenerate([*common, "--jobs", "1"]) == 0
+    first = capsys.readouterr().out  # generated now, or by an earlier run of this test in the same folder
+    assert "8k: 1 generated, 0 already cached" in first or "8k: 0 generated, 1 already cached" in first
+    assert pregenerate([*common, "--jobs", "1"]) == 0
+    assert "8k: 0 generated, 1 already cached, 0 failed" in capsys.readouterr().out
+    env, seen = play(dirs, "NhlB2bAnalysis", [], seed=123)
+    assert seen[0].info["world_cached"] and seen[0].info["cache"] == "hit"
+    env.close()
