@@ -87,7 +87,12 @@ class EpisodeServers:
             await self._upstream.client.close()  # force-disconnects, then closes every server's transport
 
     def _run(self, coroutine: Coroutine[Any, Any, Any], *, timeout: float) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            future.cancel()  # the coroutine stops at its next await instead of running on unseen
+            raise
 
     # -- upstream's tool interface -------------------------------------------------------------------
     def instruction_string(self) -> str:
