@@ -3,21 +3,25 @@ identity enters the run's fingerprint (checkout-free: a fake checkout built from
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
 import pytest
 
 from pos_bench.benchmarks.loca.real.benchmark import LocaBenchmark
+from pos_bench.benchmarks.loca.real.configs import CLONE_URL
 from pos_bench.benchmarks.loca.real.upstream import (
     STAGED_CONFIGS_SHA256,
     checkout_commit,
     configs_digest,
     identify,
 )
+from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.identity import run_identity
 from pos_bench.protocols import SourcedBenchmark
-from pos_bench.types import to_jsonable
+from pos_bench.runner import run
+from pos_bench.types import Upstream, to_jsonable
 
 VALIDATED = "8cd474d5efdf36c8c95555165ba0965e0496e48f"
 
@@ -84,3 +88,29 @@ def test_the_upstream_identity_enters_the_fingerprint_only_where_there_is_one(fa
     a, b = run_identity(cfg, {}, one), run_identity(cfg, {}, other)
     assert len({plain.fingerprint, a.fingerprint, b.fingerprint}) == 3
     assert a.settings["upstream"]["commit"] == VALIDATED and a.settings["upstream"]["configs_match"] is True
+
+
+class SourcedToy(ToyBenchmark):
+    """The toy household, claiming to run on a LOCA-bench checkout, to see what the runner records."""
+
+    def upstream(self) -> Upstream:
+        return Upstream(CLONE_URL, VALIDATED, True, "validated", True, STAGED_CONFIGS_SHA256)
+
+
+def test_the_runner_records_the_upstream_identity_in_run_json_and_the_fingerprint(tmp_path):
+    def cfg(target):
+        return {
+            "bench": {"_target_": target, "n_tasks": 1, "max_turns": 3},
+            "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
+            "model": {"_target_": "pos_bench.models.scripted.ScriptedModel"},
+            "runner": {"n_jobs": 1, "backend": "threading", "progress": False},
+            "roles": {},
+        }
+
+    run(cfg(f"{__name__}.SourcedToy"), tmp_path / "sourced", {})
+    run(cfg("pos_bench.benchmarks.toy.ToyBenchmark"), tmp_path / "plain", {})
+    sourced = json.loads((tmp_path / "sourced" / "run.json").read_text())
+    plain = json.loads((tmp_path / "plain" / "run.json").read_text())
+    assert sourced["upstream"]["commit"] == VALIDATED and sourced["upstream"]["configs_match"] is True
+    assert sourced["identity"]["settings"]["upstream"]["commit"] == VALIDATED
+    assert plain["upstream"] is None and "upstream" not in plain["identity"]["settings"]
