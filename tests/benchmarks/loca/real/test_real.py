@@ -93,11 +93,10 @@ def test_untouched_workspace_scores_zero_and_the_cache_makes_the_second_reset_ch
     env, seen = play(dirs, "CanvasListTest", [ToolCall(CLAIM, {})])
     assert seen[0].info["tools"] == 92 and seen[-1].done
     assert env.score().value == 0.0 and not env.score().success
-    first = seen[0].info["reset_seconds"]
+    first = seen[0].info["reset_seconds"]  # the world's part of the reset: generation, or restoration
     env.close()
-    started = time.perf_counter()
-    again, seen = play(dirs, "CanvasListTest", [])
-    assert seen[0].info["world_cached"] and time.perf_counter() - started < 0.25 * max(first, 1.0)
+    again, seen = play(dirs, "CanvasListTest", [], servers="per_call")  # per_call: no server launch here
+    assert seen[0].info["world_cached"] and seen[0].info["reset_seconds"] < 0.25 * max(first, 4.0)
     again.close()
 
 
