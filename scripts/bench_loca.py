@@ -55,7 +55,7 @@ def measure(root: str, family: str, mode: str, args: argparse.Namespace) -> dict
             seen = env.step(listing)
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu_call)
-            if "[FILE]" not in seen.text and "[DIR]" not in seen.text:
+            if seen.text.startswith(("[Tool execution", "Tool '")):
                 raise RuntimeError(f"{family} ({mode}): the listing failed: {seen.text[:300]}")
         env.step(ToolCall(CLAIM, {}))
         score = env.score()
