@@ -61,7 +61,7 @@ def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, An
 def run_command(cfg: DictConfig) -> Summary:
     plain = OmegaConf.to_container(cfg, resolve=True)
     prepared = preflight(plain)
-    identity = run_identity(plain, prepared.description)
+    identity = run_identity(plain, prepared.description, prepared.upstream)
     hydra_cfg = HydraConfig.get()
     runs = RunIndex(Path(hydra_cfg.runtime.output_dir))
     run_dir = runs.folder_for(identity, list(hydra_cfg.overrides.task))

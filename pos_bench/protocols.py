@@ -7,7 +7,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from pos_bench.events import Event
 from pos_bench.truth import Claim, WorldTruth
-from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task
+from pos_bench.types import Action, Brief, Decision, Observation, Prompt, Reply, Score, Step, Task, Upstream
 
 
 @runtime_checkable
@@ -98,6 +98,16 @@ class LabelledBenchmark(Benchmark, Protocol):
     run's labels, so run.json, the summary and every table row show it."""
 
     labels: Mapping[str, str]
+
+
+@runtime_checkable
+class SourcedBenchmark(Benchmark, Protocol):
+    """A benchmark that runs on outside code the user supplies (LOCA-bench's checkout): which code it was is
+    part of the run's identity (run.json's `upstream`, and the fingerprint)."""
+
+    def upstream(self) -> Upstream:
+        """The outside code's identity; asked once per run, before the first episode."""
+        ...
 
 
 @runtime_checkable

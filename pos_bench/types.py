@@ -177,6 +177,23 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Upstream:
+    """The outside code a benchmark runs on (a user's checkout): recorded in run.json and the fingerprint."""
+
+    repository: str
+    commit: str | None
+    known: bool
+    """Whether `commit` is one the benchmark documents."""
+    about: str
+    """What is known of that commit ("" when unknown)."""
+    configs_match: bool | None
+    """Whether its task configurations equal the staged ones (None when they could not be read)."""
+    configs_digest: str | None
+    note: str = ""
+    """A sentence to print before the run when something is off (an unknown commit)."""
+
+
+@dataclass(frozen=True)
 class Score:
     """The benchmark's verdict on an episode; `extras` are flat numbers the summary averages."""
 

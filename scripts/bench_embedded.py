@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pos_bench.build import build
-from pos_bench.context_fit import first_prompt
 from pos_bench.loop import play
 from pos_bench.models.local import LocalModel
-from pos_bench.rescore import compose_config
+from pos_bench.runner.context_fit import first_prompt
+from pos_bench.runner.rescore import compose_config
 from pos_bench.transcript import Transcript
 from pos_bench.types import Action, Observation, Prompt, Reply
 

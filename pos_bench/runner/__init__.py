@@ -58,7 +58,7 @@ def run(
     """Play every pending task of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
     labels = {**labels, **prepared.labels}
-    identity = identity or run_identity(cfg, prepared.description)
+    identity = identity or run_identity(cfg, prepared.description, prepared.upstream)
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
     check_folder(run_dir, identity)
@@ -87,6 +87,7 @@ def write_run_json(
         "labels": dict(labels),
         "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
         "model": prepared.description,
+        "upstream": prepared.upstream,
         "config": cfg,
         # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
         "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),

@@ -91,8 +91,11 @@ def _path_digest(path: Path) -> str:
     return f"dir:{count}:{digest.hexdigest()}"
 
 
-def run_identity(cfg: Mapping[str, Any], description: Mapping[str, Any]) -> RunIdentity:
-    """The identity of the run `cfg` describes; `description` is its model's `describe()`."""
+def run_identity(
+    cfg: Mapping[str, Any], description: Mapping[str, Any], upstream: Mapping[str, Any] | None = None
+) -> RunIdentity:
+    """The identity of the run `cfg` describes; `description` is its model's `describe()`, `upstream` the
+    benchmark's outside code (`SourcedBenchmark`), which enters only when there is one."""
     bench = {k: v for k, v in cfg["bench"].items() if k not in SLICE_KEYS}
     roles = description.get("roles", {})
     settings = {
@@ -109,6 +112,8 @@ def run_identity(cfg: Mapping[str, Any], description: Mapping[str, Any]) -> RunI
         "expert": bool(cfg.get("expert", False)),
         "version": __version__,
     }
+    if upstream is not None:
+        settings["upstream"] = {k: v for k, v in upstream.items() if k != "note"}
     settings = to_jsonable(settings)
     canonical = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
     return RunIdentity(hashlib.sha256(canonical.encode("utf-8")).hexdigest(), settings)

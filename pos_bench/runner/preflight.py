@@ -26,13 +26,13 @@ from pos_bench.loop import RetryBudget
 from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
-from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
+from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model, SourcedBenchmark
 from pos_bench.redact import env_setting_problems, key_variables
 from pos_bench.runner.context_fit import context_problem
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
-from pos_bench.types import Observation, Task
+from pos_bench.types import Observation, Task, to_jsonable
 
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
 LAX = ConfigDict(arbitrary_types_allowed=True)
@@ -210,6 +210,8 @@ class Prepared:
     description: Mapping[str, Any]
     labels: Mapping[str, str] = field(default_factory=dict)
     """The benchmark's own labels (e.g. `judge`), added to the run's."""
+    upstream: Mapping[str, Any] | None = None
+    """The benchmark's outside code (`SourcedBenchmark.upstream()`), for run.json and the fingerprint."""
 
 
 def preflight(cfg: Mapping[str, Any]) -> Prepared:
@@ -233,7 +235,8 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
-    return Prepared(tasks, description, labels)
+    upstream = to_jsonable(benchmark.upstream()) if isinstance(benchmark, SourcedBenchmark) else None
+    return Prepared(tasks, description, labels, upstream)
 
 
 def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:

@@ -16,7 +16,7 @@ from pos_bench.models.serve_local import SERVED_NAME, serve_embedded
 from pos_bench.parse import parse_decision
 from pos_bench.prompting import policy_prompt, render_observation
 from pos_bench.protocols import ContextLimited
-from pos_bench.rescore import compose_config
+from pos_bench.runner.rescore import compose_config
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Decision, Message, Prompt
 

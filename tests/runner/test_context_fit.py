@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.runner.context_fit import context_problem, first_prompt
 from pos_bench.models.local import LocalModel
+from pos_bench.runner.context_fit import context_problem, first_prompt
 from pos_bench.types import Message, Prompt
 from tests.conftest import REPO
 
@@ -71,7 +71,7 @@ def test_the_run_stops_before_the_first_episode_with_exit_2(tmp_path):
 )
 def test_the_long_context_preset_answers_a_prompt_past_8k_tokens():
     from pos_bench.build import build
-    from pos_bench.rescore import compose_config
+    from pos_bench.runner.rescore import compose_config
 
     model = build(compose_config(["model=smollm2_32k"])["model"])
     notes = "\n".join(f"Note {i}: the blue mug is on shelf {i % 7}." for i in range(700))

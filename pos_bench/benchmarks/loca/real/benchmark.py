@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,11 +27,13 @@ from pos_bench.benchmarks.loca.real import observe
 from pos_bench.benchmarks.loca.real.configs import LENGTHS, CaseConfig, missing_checkout, select
 from pos_bench.benchmarks.loca.real.isolation import Vault, bwrap_path
 from pos_bench.benchmarks.loca.real.servers import Installed, launch_key, mcp_config
+from pos_bench.benchmarks.loca.real.session import EpisodeServers
+from pos_bench.benchmarks.loca.real.upstream import checkout_commit, identify
 from pos_bench.benchmarks.loca.real.validate import validate_log, validate_tools
-from pos_bench.benchmarks.loca.real.world import World, WorldCache, checkout_commit, generate
+from pos_bench.benchmarks.loca.real.world import World, WorldCache, generate
 from pos_bench.extras import require
 from pos_bench.protocols import Model
-from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall
+from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall, Upstream
 
 SYSTEM = """You are an assistant doing a user's office work through tools: course platforms, mail, calendars, \
 online shops, cloud databases, spreadsheets, PDF and Excel files, a terminal and a Python runner.
@@ -64,6 +67,7 @@ with the available tools, in the same order):
 EPISODE_OVER = "The episode is over; no further tool calls are carried out."
 BUDGET_SPENT = "The tool-use budget ({n} calls) is spent: the episode ends without claim_done (reward 0)."
 Keep = Literal["failed", "all", "none"]
+Servers = Literal["episode", "per_call"]
 
 
 class LocaEnv:
@@ -72,10 +76,25 @@ class LocaEnv:
     def __init__(self, bench: LocaBenchmark):
         self._bench = bench
         self._tool: Any = None
+        self._vault: Vault | None = None
         self._lock: Any = None
         self._task_dir: Path | None = None
 
     # -- reset ---------------------------------------------------------------------------------------
+    def prepare(self, task: Task) -> str:
+        """Generate and cache `task`'s world without starting its servers (worlds ahead of a run): "hit"
+        when it was already cached, else the cache's answer ("stored", or why not)."""
+        self.close()
+        b = self._bench
+        case = b.case(task.id)
+        self._case, self._task_dir = case, b.work_dir / case.case_id
+        self._claim_folder(self._task_dir)
+        if b.cache is not None and b.cache.has(case, self._task_dir):
+            return "hit"
+        _, status = self._world(case, self._task_dir)
+        validate_log(case, self._task_dir / "logs" / "env.log")
+        return status
+
     def reset(self, task: Task) -> Observation:
         self.close()
         b = self._bench
@@ -93,17 +112,30 @@ class LocaEnv:
 
         config = mcp_config(case, b.root, self._task_dir, b.installed, sandbox=b.sandbox)
         launch = launch_key(config)
-        known = b.cache.load_tools(case, launch) if b.cache and world.cached else None
-        with _quiet(self._task_dir):
-            self._tool = MCPTool(config, validate_on_init=False, execution_timeout=b.tool_timeout)
-            if known is not None:  # upstream's discovery cache (MCPTool internals at the known-good commit)
-                self._tool._available_tools, self._tool._tools_discovered = known, True
-            schemas = self._tool.get_tool_function()
+        started = time.perf_counter()
+        if b.servers == "episode":  # launched now, behind the locked vault, and held until close()
+            self._vault.lock()
+            with _quiet(self._task_dir):
+                upstream = MCPTool(config, validate_on_init=False, execution_timeout=b.tool_timeout)
+                self._tool = EpisodeServers(upstream, label=case.case_id, call_timeout=b.tool_timeout)
+                self._tool.start()
+                schemas = self._tool.get_tool_function()
+            known = None
+        else:  # upstream's MCPTool as it is: each call enters its client anew
+            known = b.cache.load_tools(case, launch) if b.cache and world.cached else None
+            with _quiet(self._task_dir):
+                self._tool = MCPTool(config, validate_on_init=False, execution_timeout=b.tool_timeout)
+                if (
+                    known is not None
+                ):  # upstream's discovery cache (MCPTool internals at the known-good commit)
+                    self._tool._available_tools, self._tool._tools_discovered = known, True
+                schemas = self._tool.get_tool_function()
+            self._vault.lock()
+        servers_seconds = time.perf_counter() - started
         validate_tools(case, schemas)
         if known is None and b.cache:
             b.cache.store_tools(case, launch, self._tool.get_available_tools())
         self._wrapper = ToolEnvWrapperOpenAI(world.env, tools=[self._tool], max_tool_uses=b.max_tool_uses)
-        self._vault.lock()
         self._schemas = catalog_order(schemas)
         self._names = {s["function"]["name"] for s in schemas}
         self._artifacts = any("python_execute" in n for n in self._names)
@@ -114,6 +146,8 @@ class LocaEnv:
             "length": case.length,
             "tools": len(schemas),
             "reset_seconds": round(world.seconds, 3),
+            "servers_seconds": round(servers_seconds, 3),
+            "servers": b.servers,
             "world_cached": world.cached,
             "cache": cache_status,
             "sandboxed": bool(b.sandbox and bwrap_path()),
@@ -222,11 +256,14 @@ class LocaEnv:
         return self._task_dir
 
     def close(self) -> None:
+        """Stop the case's servers (every process they started) and put the ground truth back."""
         if self._tool is not None:
+            tool, self._tool = self._tool, None
             with _quiet(self._task_dir):
-                self._tool.close()
-            self._tool = None
-            self._vault.unlock()
+                tool.close()
+        if self._vault is not None:
+            vault, self._vault = self._vault, None
+            vault.unlock()
             keep = self._bench.keep_workspaces
             if keep == "none" or (keep == "failed" and self.done and self._reward >= 1.0):
                 shutil.rmtree(self._task_dir, ignore_errors=True)
@@ -265,6 +302,7 @@ class LocaBenchmark:
         max_tool_uses: int = 100,
         tool_timeout: float = 120.0,
         keep_workspaces: Keep = "failed",
+        servers: Servers = "episode",
         sandbox: bool = True,
         work_dir: str = "~/.cache/pos_bench/loca/work",
         cache_dir: str | None = "~/.cache/pos_bench/loca/worlds",
@@ -276,6 +314,8 @@ class LocaBenchmark:
                 f"bench.lengths must be a non-empty list from {', '.join(LENGTHS)} and bench.keep_workspaces "
                 f"one of failed, all, none; got {list(lengths)}, {keep_workspaces!r}"
             )
+        if servers not in ("episode", "per_call"):
+            raise ValueError(f"bench.servers must be episode or per_call; got {servers!r}")
         if start < 0 or (limit is not None and limit < 0) or min(max_turns, max_tool_uses) < 1:
             raise ValueError(
                 f"need start ≥ 0, limit ≥ 0 or null, budgets ≥ 1; got {start}, {limit}, {max_turns}"
@@ -287,7 +327,7 @@ class LocaBenchmark:
         )
         self.start, self.limit = start, limit
         self.max_turns, self.max_tool_uses, self.tool_timeout = max_turns, max_tool_uses, tool_timeout
-        self.keep_workspaces, self.sandbox = keep_workspaces, sandbox
+        self.keep_workspaces, self.sandbox, self.servers = keep_workspaces, sandbox, servers
         self.work_dir = Path(work_dir).expanduser().resolve()
         self.installed = Installed(Path(tools_dir).expanduser())
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
@@ -323,6 +363,17 @@ class LocaBenchmark:
         ]
         end = None if self.limit is None else self.start + self.limit
         return tasks[self.start : end]
+
+    def upstream(self) -> Upstream:
+        """The checkout's commit and whether its task configurations are the staged ones; an unknown commit
+        is said on stderr (the run goes on)."""
+        problem = missing_checkout(self.root)
+        if problem or self.root is None or self.configs is None:
+            raise FileNotFoundError(problem)
+        found = identify(self.root, self.configs)
+        if found.note:
+            print(f"note: {found.note}", file=sys.stderr)
+        return found
 
     @functools.cached_property
     def cache(self) -> WorldCache | None:

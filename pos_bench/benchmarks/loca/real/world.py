@@ -14,7 +14,6 @@ import json
 import logging
 import pickle
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,21 +30,6 @@ class World:
     prompt: str
     seconds: float
     cached: bool
-
-
-def checkout_commit(root: Path) -> str | None:
-    """The checkout's HEAD commit, or None when `root` is not a git checkout (then nothing is cached)."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-    except (subprocess.CalledProcessError, FileNotFoundError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
 
 
 def generate(case: CaseConfig, task_dir: Path) -> World:
@@ -77,6 +61,13 @@ class WorldCache:
 
     def entry(self, case: CaseConfig) -> Path | None:
         return None if self.commit is None else self.cache_dir / self.commit / case.case_id
+
+    def has(self, case: CaseConfig, task_dir: Path) -> bool:
+        """Whether a world of `case` generated at `task_dir` is cached."""
+        entry = self.entry(case)
+        if entry is None or not (entry / "meta.json").is_file():
+            return False
+        return json.loads((entry / "meta.json").read_text(encoding="utf-8"))["task_dir"] == str(task_dir)
 
     def load(self, case: CaseConfig, task_dir: Path) -> World | None:
         """The cached world restored into `task_dir`, or None on a miss."""

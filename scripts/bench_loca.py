@@ -1,0 +1,140 @@
+"""LOCA-Bench's cost outside the model: reset time and tool-call latency per family, in both server modes.
+
+For each family (one seed, one length) and each `bench.servers` mode, one episode on a LOCA-bench checkout:
+reset (world from the cache when it is there, then the servers), `--calls` calls of `filesystem_list_directory`
+on the agent workspace (every family has the filesystem server; listing a folder of a few files is close to
+no work for the tool, so the latency is the harness's and the MCP plumbing's), then `claim_done`, whose grade
+is printed for both modes side by side. Times are wall seconds of `env.step`, plus this process's CPU-seconds
+(the servers' own CPU is not included); on a loaded machine the wall times include waiting for a core.
+
+    LOCA_BENCH_ROOT=~/LOCA-bench .venv/bin/python scripts/bench_loca.py --calls 5 --out loca_latency.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from pos_bench.benchmarks.loca.real.benchmark import LocaBenchmark
+from pos_bench.benchmarks.loca.real.configs import read_cases
+from pos_bench.types import ToolCall
+
+CLAIM = "claim_done_claim_done"
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def measure(root: str, family: str, mode: str, args: argparse.Namespace) -> dict:
+    bench = LocaBenchmark(
+        root=root,
+        lengths=[args.length],
+        families=[family],
+        seeds=[args.seed],
+        servers=mode,
+        keep_workspaces="all",
+        work_dir=args.work_dir,
+        cache_dir=args.cache_dir,
+    )
+    env = bench.make_env(None)
+    try:
+        cpu, started = time.process_time(), time.perf_counter()
+        first = env.reset(bench.tasks()[0])
+        reset = time.perf_counter() - started
+        listing = ToolCall("filesystem_list_directory", {"path": str(env.task_dir / "agent_workspace")})
+        walls, cpus = [], []
+        for _ in range(args.calls):
+            cpu_call, started = time.process_time(), time.perf_counter()
+            seen = env.step(listing)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu_call)
+            if seen.text.startswith(("[Tool execution", "Tool '")):
+                raise RuntimeError(f"{family} ({mode}): the listing failed: {seen.text[:300]}")
+        env.step(ToolCall(CLAIM, {}))
+        score = env.score()
+        return {
+            "family": family,
+            "mode": mode,
+            "tools": first.info["tools"],
+            "world_cached": first.info["world_cached"],
+            "reset_s": round(reset, 2),
+            "servers_s": first.info["servers_seconds"],
+            "first_call_s": round(walls[0], 3),
+            "median_s": round(statistics.median(walls), 3),
+            "p90_s": round(p90(walls), 3),
+            "median_after_first_s": round(statistics.median(walls[1:]), 3) if len(walls) > 1 else None,
+            "cpu_per_call_s": round(statistics.median(cpus), 3),
+            "process_cpu_s": round(time.process_time() - cpu, 2),
+            "grade": score.value,
+        }
+    finally:
+        env.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=os.environ.get("LOCA_BENCH_ROOT"))
+    parser.add_argument("--length", default="8k")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--families", nargs="*", default=None, help="default: all 15")
+    parser.add_argument("--modes", default="episode,per_call")
+    parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--work-dir", default="~/.cache/pos_bench/loca/work")
+    parser.add_argument("--cache-dir", default="~/.cache/pos_bench/loca/worlds")
+    parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON")
+    args = parser.parse_args()
+    if not args.root:
+        parser.error("give --root or set LOCA_BENCH_ROOT")
+    cases = read_cases(Path(args.root).expanduser() / "task-configs", args.length)
+    families = args.families or list(dict.fromkeys(c.family for c in cases))
+    rows = []
+    header = "family | mode | tools | reset s | servers s | 1st call s | median s | p90 s | median after 1st s | grade"
+    print(header, flush=True)
+    for family in families:
+        for mode in args.modes.split(","):
+            row = measure(args.root, family, mode, args)
+            rows.append(row)
+            print(
+                " | ".join(
+                    str(row[k])
+                    for k in (
+                        "family",
+                        "mode",
+                        "tools",
+                        "reset_s",
+                        "servers_s",
+                        "first_call_s",
+                        "median_s",
+                        "p90_s",
+                        "median_after_first_s",
+                        "grade",
+                    )
+                ),
+                flush=True,
+            )
+            if args.out:
+                args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    for mode in args.modes.split(","):
+        mine = [r for r in rows if r["mode"] == mode]
+        print(
+            f"{mode}: median over families of the per-family median call {statistics.median(r['median_s'] for r in mine):.3f} s, "
+            f"of the first call {statistics.median(r['first_call_s'] for r in mine):.2f} s, "
+            f"of the reset {statistics.median(r['reset_s'] for r in mine):.1f} s"
+        )
+    by_family = {}
+    for row in rows:
+        by_family.setdefault(row["family"], {})[row["mode"]] = row["grade"]
+    differing = [f for f, grades in by_family.items() if len(set(grades.values())) > 1]
+    print(f"grades identical across modes for {len(by_family) - len(differing)}/{len(by_family)} families")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
