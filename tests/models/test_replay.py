@@ -106,12 +106,13 @@ def test_embedded_recording_replays_without_loading_the_weights(tmp_path):
 
 def test_an_embedded_context_overflow_replays_as_the_same_error_not_a_cache_miss(tmp_path):
     # What a long raw history on ALFWorld meets: llama.cpp refuses a request past its context, the episode
-    # errors, and the replay must fail at the same request with the same row.
+    # errors, and the replay must fail at the same request with the same row. The first prompt (about 280
+    # tokens) fits, so the pre-flight context check lets the run start; the history outgrows it later.
     pytest.importorskip("xllamacpp")
-    node = {"_target_": "pos_bench.models.local.LocalModel", "max_tokens": 64, "n_ctx": 256}
-    recorded, replayed = record_then_replay(tmp_path, node, n_tasks=1, max_turns=2)
+    node = {"_target_": "pos_bench.models.local.LocalModel", "max_tokens": 64, "n_ctx": 300}
+    recorded, replayed = record_then_replay(tmp_path, node, n_tasks=1, max_turns=12)
     (row,) = rows(recorded).values()
-    assert row["status"] == "error" and row["error"].startswith("LocalRequestRefused: ")
+    assert row["status"] == "error" and row["error"].startswith("LocalRequestRefused: "), row
     assert "exceed" in row["error"]
     assert rows(replayed) == rows(recorded)
 
