@@ -41,8 +41,8 @@ def test_run_prints_the_summary_table(tmp_path):
     )
     assert "100.0%" in out.stdout and "expert" in out.stdout
     summary = json.loads((only_run(tmp_path, "toy/expert/scripted") / "summary.json").read_text())
-    # the expert never calls a model, and the scripted model is a test double
-    assert summary["labels"] == {"bench": "toy", "method": "expert", "model": "none", "label": "test"}
+    # the expert calls no model, so neither the model label nor the scripted double's `test` label applies
+    assert summary["labels"] == {"bench": "toy", "method": "expert", "model": "none", "label": "full"}
     assert summary["episodes"] == 8
 
 

@@ -19,15 +19,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pos_bench import __version__
+from pos_bench import __version__, events
 from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_json, read_jsonl
 from pos_bench.extras import require
 from pos_bench.runner.summary import POLICY_ROLE
+from pos_bench.types import Usage, usage_from_json
+
+TURN_EVENTS = (
+    events.ParseFailure,
+    events.MetaAction,
+    events.Memory,
+    events.TurnSpent,
+    events.ActionsDropped,
+    events.Step,
+)
+"""Event kinds that carry the turn they belong to."""
+EPISODE_EVENTS = (events.Reset, events.Score, events.Error)
+"""Event kinds that belong to the episode, not to a turn."""
 
 
-def read_events(run_dir: Path, task_id: str) -> list[dict[str, Any]]:
+def read_events(run_dir: Path, task_id: str) -> list[events.Event]:
     """An episode's transcript events in order (the one place this module reads `events.jsonl`)."""
-    return read_jsonl(episode_folder(run_dir, task_id) / "events.jsonl")
+    return list(events.read(episode_folder(run_dir, task_id) / "events.jsonl"))
 
 
 def _when(seconds: float | None) -> datetime | None:
@@ -39,64 +52,63 @@ def _text(action: Any) -> str:
     return action if isinstance(action, str) else json.dumps(action, ensure_ascii=False, sort_keys=True)
 
 
-def _usage(usage: Mapping[str, Any] | None):
+def _usage(usage: Usage):
     from inspect_ai.model import ModelUsage
 
-    u = usage or {}
-    inp, out = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
+    inp, out = usage.input_tokens, usage.output_tokens
     return ModelUsage(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
 
 
-def _messages(prompt: Mapping[str, Any]) -> list:
+def _messages(prompt: Mapping[str, Any] | None) -> list:
+    """A recorded prompt (the JSON of a `Prompt`) as inspect chat messages."""
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
     kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
-    return [kinds[m["role"]](content=str(m["content"])) for m in prompt.get("messages", ())]
+    return [kinds[m["role"]](content=str(m["content"])) for m in (prompt or {}).get("messages", ())]
 
 
-def conversation(events: Iterable[Mapping[str, Any]]) -> list:
+def _policy_calls(episode: Iterable[events.Event]) -> list[events.Call]:
+    return [e for e in episode if isinstance(e, events.Call) and e.role == POLICY_ROLE]
+
+
+def conversation(episode: Iterable[events.Event]) -> list:
     """The policy's conversation: its first prompt in full, then per later call the newest message, each
     followed by the reply (methods rebuild the whole prompt each turn; the exact prompts are the ModelEvents)."""
     from inspect_ai.model import ChatMessageAssistant
 
     messages: list = []
-    for e in events:
-        if e.get("kind") != "call" or e.get("role") != POLICY_ROLE:
-            continue
-        sent = _messages(e.get("prompt") or {})
+    for call in _policy_calls(episode):
+        sent = _messages(call.prompt)
         messages += sent if not messages else sent[-1:]
-        messages.append(ChatMessageAssistant(content=str(e.get("reply", "")), model=None))
+        messages.append(ChatMessageAssistant(content=call.reply, model=None))
     return messages
 
 
-EPISODE_KINDS = ("reset", "score", "error")
-"""Event kinds that belong to the episode, not to a turn."""
-
-
-def turns_of(events: list[Mapping[str, Any]]) -> list[int | None]:
+def turns_of(episode: list[events.Event]) -> list[int | None]:
     """The turn each event belongs to: its own `turn`, else that of the next event carrying one (a policy
     call precedes its step, the method's calls precede the step's memory record)."""
-    turns: list[int | None] = [None] * len(events)
+    turns: list[int | None] = [None] * len(episode)
     following: int | None = None
-    for n in range(len(events) - 1, -1, -1):
-        e = events[n]
-        if e.get("kind") in EPISODE_KINDS:
+    for n in range(len(episode) - 1, -1, -1):
+        e = episode[n]
+        if isinstance(e, EPISODE_EVENTS):
             following = None
-        elif isinstance(e.get("turn"), int):
-            following = e["turn"]
-        turns[n] = following if e.get("kind") not in EPISODE_KINDS else None
+            continue
+        if isinstance(e, TURN_EVENTS):
+            following = e.turn
+        turns[n] = following
     return turns
 
 
-def transcript(events: list[Mapping[str, Any]], model: str) -> list:
+def transcript(episode: list[events.Event], model: str) -> list:
     """inspect events for an episode: a span per turn holding its model calls, steps and memory records."""
     from inspect_ai.event import SpanBeginEvent, SpanEndEvent
 
-    start = next((e["time"] for e in events if e.get("time")), 0.0)
+    start = next((e.time for e in episode if e.time), 0.0)
     out: list = []
     span: str | None = None
-    for n, (e, turn) in enumerate(zip(events, turns_of(events), strict=True)):
-        at = e.get("time") or start
+    for n, (e, turn) in enumerate(zip(episode, turns_of(episode), strict=True)):
+        at = e.time or start
         common = {"timestamp": _when(at), "working_start": max(0.0, at - start)}
         name = None if turn is None else f"turn-{turn}"
         if name != span:
@@ -107,43 +119,47 @@ def transcript(events: list[Mapping[str, Any]], model: str) -> list:
             span = name
         out.append(_event(e, model, uuid=f"e{n}", span_id=span, **common))
     if span:
-        out.append(
-            SpanEndEvent(id=span, uuid=f"{span}-end", timestamp=_when(events[-1].get("time") or start))
-        )
+        out.append(SpanEndEvent(id=span, uuid=f"{span}-end", timestamp=_when(episode[-1].time or start)))
     return out
 
 
-def _event(e: Mapping[str, Any], model: str, **common: Any):
-    """One pos_bench transcript event as an inspect event: a model call, an error, or an info record."""
-    from inspect_ai.event import ErrorEvent, InfoEvent, ModelEvent
-    from inspect_ai.log import EvalError
+def _model_event(e: events.Call | events.CallError, model: str, **common: Any):
+    """A model call (or a failed one) as a ModelEvent with its role and exact prompt."""
+    from inspect_ai.event import ModelEvent
     from inspect_ai.model import GenerateConfig, ModelOutput
 
-    kind = e.get("kind")
-    if kind in ("call", "call_error"):
-        prompt = e.get("prompt") or {}
-        output = ModelOutput.from_content(model, str(e.get("reply", "")))
-        output.usage = _usage(e.get("usage"))
-        return ModelEvent(
-            model=model,
-            role=str(e.get("role")),
-            input=_messages(prompt),
-            tools=[],
-            tool_choice="none",
-            config=GenerateConfig(max_tokens=prompt.get("max_tokens")),
-            output=output,
-            error=e.get("error"),
-            cache="read" if e.get("cached") else None,
-            **common,
-        )
-    if kind == "error":
-        error = EvalError(
-            message=str(e.get("error")), traceback=str(e.get("traceback", "")), traceback_ansi=""
-        )
+    call = e if isinstance(e, events.Call) else None
+    output = ModelOutput.from_content(model, call.reply if call else "")
+    output.usage = _usage(call.usage if call else Usage())
+    return ModelEvent(
+        model=model,
+        role=e.role,
+        input=_messages(e.prompt),
+        tools=[],
+        tool_choice="none",
+        config=GenerateConfig(max_tokens=(e.prompt or {}).get("max_tokens")),
+        output=output,
+        error=None if call else e.error,
+        cache="read" if call and call.cached else None,
+        **common,
+    )
+
+
+def _event(e: events.Event, model: str, **common: Any):
+    """One pos_bench transcript event as an inspect event: a model call, an error, or an info record."""
+    from inspect_ai.event import ErrorEvent, InfoEvent
+    from inspect_ai.log import EvalError
+
+    if isinstance(e, events.CALL_KINDS):
+        return _model_event(e, model, **common)
+    if isinstance(e, events.Error):
+        error = EvalError(message=e.error, traceback=e.traceback or "", traceback_ansi="")
         return ErrorEvent(error=error, **common)
-    data = {k: v for k, v in e.items() if k not in ("kind", "time")}
-    meta = {"turn": e["turn"]} if "turn" in e else None
-    return InfoEvent(source=str(kind), data=data, metadata=meta, **common)
+    if isinstance(e, events.Other):
+        return InfoEvent(source=e.name, data=dict(e.data), metadata=None, **common)
+    data = {k: v for k, v in events.row(e).items() if k not in ("kind", "time")}
+    meta = {"turn": e.turn} if isinstance(e, TURN_EVENTS) else None
+    return InfoEvent(source=e.kind, data=data, metadata=meta, **common)
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -151,16 +167,16 @@ def _iso(seconds: float | None) -> str | None:
     return when.isoformat() if when else None
 
 
-def _row_usage(row: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def _row_usage(row: Mapping[str, Any], episode: Iterable[events.Event]) -> dict[str, Any]:
     """Tokens per role: the result's (what every table counts), else summed from the calls of a running episode."""
     from inspect_ai.model import ModelUsage
 
     if row.get("usage"):
-        return {role: _usage(u) for role, u in row["usage"].items()}
+        return {role: _usage(usage_from_json(u)) for role, u in row["usage"].items()}
     roles: dict[str, Any] = {}
-    for e in events:
-        if e.get("kind") == "call":
-            roles[str(e["role"])] = roles.get(str(e["role"]), ModelUsage()) + _usage(e.get("usage"))
+    for e in episode:
+        if isinstance(e, events.Call):
+            roles[e.role] = roles.get(e.role, ModelUsage()) + _usage(e.usage)
     return roles
 
 
@@ -175,33 +191,32 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
     from inspect_ai.scorer import Score
 
     task_id = str(row["task_id"])
-    events = read_events(run_dir, task_id)
-    first = (next((e for e in events if e.get("kind") == "reset"), {}).get("observation")) or {}
-    steps = [e for e in events if e.get("kind") == "step"]
-    replies = [
-        str(e.get("reply", "")) for e in events if e.get("kind") == "call" and e["role"] == POLICY_ROLE
-    ]
-    final = _text(steps[-1]["action"]) if steps else None
+    episode = read_events(run_dir, task_id)
+    reset = next((e for e in episode if isinstance(e, events.Reset)), None)
+    first = (reset.observation if reset else None) or {}
+    steps = [e for e in episode if isinstance(e, events.Step)]
+    replies = [call.reply for call in _policy_calls(episode)]
+    final = _text(steps[-1].action) if steps else None
     running = row.get("status") == "running"
     scores = None
     if not running:
         explanation = row.get("error") or row.get("final_observation") or None
         success = Score(value=bool(row.get("success")), answer=final, explanation=explanation)
         scores = {"success": success, "score": Score(value=float(row.get("score") or 0.0), answer=final)}
-    failure = next((e for e in reversed(events) if e.get("kind") == "error"), {})
+    failure = next((e for e in reversed(episode) if isinstance(e, events.Error)), None)
     error = row.get("error")
-    roles = _row_usage(row, events)
-    times = [float(e["time"]) for e in events if e.get("time")]
+    roles = _row_usage(row, episode)
+    times = [float(e.time) for e in episode if e.time]
     return EvalSample(
         id=task_id,
         epoch=1,
         input=str(first.get("text", "")),
         target=str(first.get("goal", "")),
-        messages=conversation(events),
+        messages=conversation(episode),
         output=ModelOutput.from_content(model, replies[-1] if replies else ""),
         scores=scores,
         metadata={k: v for k, v in row.items() if k not in SAMPLE_FIELDS_ELSEWHERE},
-        events=transcript(events, model) if events else [],
+        events=transcript(episode, model) if episode else [],
         model_usage={model: sum(roles.values(), ModelUsage())},
         role_usage=roles,
         started_at=_iso(min(times)) if times else None,
@@ -209,7 +224,11 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
         total_time=row.get("seconds"),
         uuid=f"{run_dir.name}/{task_id}",
         error=(
-            EvalError(message=str(error), traceback=str(failure.get("traceback", "")), traceback_ansi="")
+            EvalError(
+                message=str(error),
+                traceback=(failure.traceback if failure else None) or "",
+                traceback_ansi="",
+            )
             if error
             else None
         ),

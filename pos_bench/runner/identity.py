@@ -5,7 +5,8 @@ The identity holds the resolved bench node (without the task slice `start`/`limi
 does not change any), the content identity of every data path the bench node names, the method node, the model
 node and the model's `describe()` (both without the operational fields the response cache ignores, so never a
 key, a host or a concurrency cap), every per-role model, the runner fields that shape an episode, and the
-pos_bench version. `n_jobs`, the backend, progress, retries, prices and the cache never enter it.
+pos_bench version. `n_jobs`, the backend, progress, retries, prices and the cache never enter it, nor, in an
+expert run (`expert: true`: the benchmark's planner plays), any model, since none is called.
 
 Under one `<bench>/<method>/<model>/` folder each fingerprint gets its own run folder, named after the settings
 given on the command line plus a short fingerprint (`max_turns=5-3fa29c1d`); `index.json` beside them lists
@@ -98,18 +99,22 @@ def run_identity(
     benchmark's outside code (`SourcedBenchmark`), which enters only when there is one."""
     bench = {k: v for k, v in cfg["bench"].items() if k not in SLICE_KEYS}
     roles = description.get("roles", {})
+    expert = bool(cfg.get("expert", False))
     settings = {
         "bench": bench,
         "bench_data": data_identity(bench),
         "method": cfg["method"],
-        "model": {"config": model_identity(cfg["model"]), "describe": model_identity(description)},
+        "model": None
+        if expert
+        else {"config": model_identity(cfg["model"]), "describe": model_identity(description)},
         "roles": {
             role: {"config": model_identity(node), "describe": model_identity(roles.get(role, {}))}
             for role, node in (cfg.get("roles") or {}).items()
+            if not expert
         },
         "runner": {k: (cfg.get("runner") or {}).get(k) for k in EPISODE_RUNNER_KEYS},
         "loop": dict(cfg.get("loop") or {}),
-        "expert": bool(cfg.get("expert", False)),
+        "expert": expert,
         "version": __version__,
     }
     if upstream is not None:

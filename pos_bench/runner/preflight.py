@@ -208,8 +208,10 @@ class Prepared:
 
     tasks: list[Task]
     description: Mapping[str, Any]
+    """The model's `describe()`; empty for a run that calls no model (the expert's), so none is recorded."""
     labels: Mapping[str, str] = field(default_factory=dict)
-    """The benchmark's own labels (e.g. `judge`), added to the run's."""
+    """Labels the run's choices cannot give, added to the run's: the benchmark's own (e.g. `judge`), and
+    `model: none` for a run that calls no model."""
     upstream: Mapping[str, Any] | None = None
     """The benchmark's outside code (`SourcedBenchmark.upstream()`), for run.json and the fingerprint."""
 
@@ -218,18 +220,21 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
     check_config(cfg, RECORDS)
     benchmark, tasks = built_benchmark(cfg)
-    if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
+    expert = bool(cfg.get("expert", False))
+    if expert and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
     labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
+    if expert:
+        labels["model"] = "none"  # the benchmark's planner plays; the configured model is never called
     try:
         model = build_model(cfg)
-        description = dict(model.describe())
+        description = {} if expert else dict(model.describe())
         method = build(cfg["method"])(model=model)
     except Exception as error:
         raise ConfigError(f"the model or method cannot be built: {type(error).__name__}: {error}") from error
     first = first_observation(benchmark, model, tasks) if tasks else None
     problem = method.unsupported(first) if first else None
-    problem = problem or (context_problem(cfg, benchmark.brief, first) if first else None)
+    problem = problem or (context_problem(cfg, benchmark.brief, first) if first and not expert else None)
     if problem:
         raise ConfigError(problem)
     cache = CacheConfig(**(cfg.get("cache") or {}))

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.analysis.fixture_runs import XSS
-from tests.report.test_browser import CHROMIUM, DRIVER, assert_not_blank, browser  # noqa: F401  (fixture)
+from tests.report.test_browser import CHROMIUM, DRIVER, assert_not_blank
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM.exists() and DRIVER.exists()),
@@ -84,7 +84,7 @@ def shown(driver, texts: list[str]) -> bool:
     return all(t in body for t in texts)
 
 
-def test_the_viewer_lists_every_log_and_every_sample(browser, viewer, fixture_runs, tmp_path):  # noqa: F811
+def test_the_viewer_lists_every_log_and_every_sample(browser, viewer, fixture_runs, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(viewer + "/")
@@ -109,7 +109,7 @@ def test_the_viewer_lists_every_log_and_every_sample(browser, viewer, fixture_ru
     assert_not_blank(shot)
 
 
-def test_a_hostile_reply_is_shown_as_text_and_never_runs(browser, viewer):  # noqa: F811
+def test_a_hostile_reply_is_shown_as_text_and_never_runs(browser, viewer):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(viewer + f"/#/tasks/toy_raw.eval/samples/sample/{quote('toy/000', safe='')}/1/")

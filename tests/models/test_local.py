@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.build import build
 from pos_bench.models.cache import identity as model_identity
-from pos_bench.models.local import LocalModel, LocalModelError, bounded_schema, default_threads
+from pos_bench.models.local import LocalModel, LocalModelError, default_threads
 from pos_bench.models.serve_local import SERVED_NAME, serve_embedded
 from pos_bench.parse import parse_decision
 from pos_bench.prompting import policy_prompt, render_observation
@@ -52,16 +52,6 @@ def test_describe_identifies_runtime_and_weights_without_loading():
     assert info["runtime_version"] == importlib.metadata.version("xllamacpp")
     assert re.fullmatch(r"[0-9a-f]{64}", info["weights_sha256"])
     assert info["weights"].endswith(".gguf") and info["temperature"] == 0.0
-
-
-def test_bounded_schema_caps_free_strings_and_arrays_only():
-    schema = bounded_schema(Inventory.model_json_schema(), max_chars=50, max_items=3)
-    place = schema["$defs"]["Place"]["properties"]
-    assert place["name"]["maxLength"] == 50 and "maxLength" not in place["kind"]
-    assert schema["properties"]["places"]["maxItems"] == 3
-    assert schema["properties"]["places"]["items"] == {"$ref": "#/$defs/Place"}
-    with pytest.raises(ValueError):
-        bounded_schema({}, max_chars=0, max_items=3)
 
 
 @embedded
@@ -119,27 +109,6 @@ def test_serve_embedded_speaks_openai_chat_over_loopback():
         assert data["usage"]["completion_tokens"] > 0
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{base_url}/models", timeout=5)
-
-
-def test_free_form_objects_get_short_keys_and_scalar_values():
-    schema = {
-        "type": "object",
-        "properties": {
-            "attributes": {
-                "type": "object",
-                "additionalProperties": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            },
-            "arguments": {"type": "object", "additionalProperties": True},
-        },
-    }
-    bounded = bounded_schema(schema, max_chars=50, max_items=3)["properties"]
-    for name in ("attributes", "arguments"):
-        node = bounded[name]
-        assert node["additionalProperties"] is False and node["maxProperties"] == 3
-        ((pattern, _value),) = node["patternProperties"].items()
-        assert pattern.endswith("{1,32}$")
-    assert bounded["attributes"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["anyOf"][0]["maxLength"] == 50
-    assert bounded["arguments"]["patternProperties"]["^[A-Za-z0-9_]{1,32}$"]["maxLength"] == 50
 
 
 def test_threads_default_to_the_cores_shared_by_the_workers_and_a_set_value_wins():

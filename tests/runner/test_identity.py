@@ -50,6 +50,19 @@ def test_settings_that_shape_an_episode_change_the_fingerprint():
     assert fingerprint(cfg(), {**SCRIPTED, "model": "other"}) != base
 
 
+def test_an_expert_run_identifies_no_model_since_it_calls_none():
+    expert = cfg(method={"_target_": "baselines.expert.Expert", "_partial_": True}, expert=True)
+    identity = run_identity(expert, {})
+    assert identity.settings["model"] is None and identity.settings["roles"] == {}
+    other_model = {
+        **expert,
+        "model": {"_target_": "pos_bench.models.local.LocalModel"},
+        "roles": {"belief": {}},
+    }
+    assert fingerprint(other_model, {}) == identity.fingerprint
+    assert fingerprint({**expert, "expert": False}, SCRIPTED) != identity.fingerprint
+
+
 def test_settings_that_cannot_change_an_outcome_keep_the_fingerprint():
     base = fingerprint(cfg())
     for change in (

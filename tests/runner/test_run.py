@@ -56,7 +56,25 @@ def test_run_writes_results_transcripts_and_summary(tmp_path):
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved["by_group"]["task_type"]["clean"] == 1.0
     meta = json.loads((tmp_path / "run.json").read_text())
-    assert meta["model"]["provider"] == "scripted" and len(meta["identity"]["fingerprint"]) == 64
+    assert len(meta["identity"]["fingerprint"]) == 64
+
+
+def test_only_a_run_that_calls_a_model_records_one(tmp_path):
+    expert = run(
+        config(n_tasks=1), tmp_path / "expert", {"bench": "toy", "method": "expert", "model": "scripted"}
+    )
+    meta = json.loads((tmp_path / "expert" / "run.json").read_text())
+    assert meta["model"] == {} and meta["identity"]["settings"]["model"] is None
+    assert meta["labels"]["model"] == expert.labels["model"] == "none"
+    model = {
+        "_target_": "pos_bench.models.scripted.ScriptedModel",
+        "default": {"_target_": "pos_bench.models.scripted.schema_reply", "_partial_": True},
+    }
+    raw = {**config(method=RAW, n_tasks=1), "model": model, "expert": False}
+    played = run(raw, tmp_path / "raw", {"bench": "toy", "method": "raw", "model": "scripted"})
+    meta = json.loads((tmp_path / "raw" / "run.json").read_text())
+    assert meta["model"]["provider"] == "scripted" and meta["identity"]["settings"]["model"]["describe"]
+    assert meta["labels"]["model"] == played.labels["model"] == "scripted"
 
 
 def test_rerun_resumes_without_replaying(tmp_path):

@@ -1,0 +1,55 @@
+"""Size bounds on a JSON schema before constrained decoding, for a small model that repeats itself.
+
+A 135M model tends to repeat itself inside a free string, a list or a free-form object until the token budget
+runs out, which cuts the JSON short. `bounded_schema` caps every free string and array, gives free-form
+objects short identifier keys and flat values, and asks LLGuidance for compact whitespace, so a reply closes
+within a known number of tokens. The embedded model (`models/local.py`) applies it to every schema it decodes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+SCHEMA_BOUNDS = 2
+"""Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
+KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
+"""Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
+
+
+def _bound(node: Any, max_chars: int, max_items: int) -> Any:
+    if isinstance(node, list):
+        return [_bound(item, max_chars, max_items) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _bound(value, max_chars, max_items) for key, value in node.items()}
+    types = out.get("type")
+    types = set(types) if isinstance(types, list) else {types}
+    if "string" in types and "enum" not in out and "const" not in out:
+        out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
+    if "array" in types:
+        out["maxItems"] = min(out.get("maxItems", max_items), max_items)
+    if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is not False:
+        # A free-form object (tool arguments, entity attributes) could nest, or grow a key name, without
+        # end: allow short identifier-like keys and (by default) flat scalar values only.
+        value = out.pop("additionalProperties", True)
+        if not isinstance(value, dict) or not value:
+            value = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+        out["patternProperties"] = {KEY_PATTERN: value}
+        out["additionalProperties"] = False
+        out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
+    return out
+
+
+def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
+    """`schema` with every free string capped at `max_chars`, every array at `max_items`, and compact JSON.
+
+    `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
+    schema converter in xllamacpp) resolves them itself.
+    """
+    if max_chars < 1 or max_items < 1:
+        raise ValueError(f"max_chars and max_items must be ≥ 1, got {max_chars} and {max_items}")
+    out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items)
+    out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
+    return out
