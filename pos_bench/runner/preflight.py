@@ -31,6 +31,7 @@ from pos_bench.redact import env_setting_problems, key_variables
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
+from pos_bench.transcript import folder_name
 from pos_bench.types import Observation, Task
 
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
@@ -215,6 +216,9 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
     check_config(cfg, RECORDS)
     benchmark, tasks = built_benchmark(cfg)
+    problem = id_problem(tasks)
+    if problem:
+        raise ConfigError(problem)
     if cfg.get("expert", False) and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
     labels = dict(benchmark.labels) if isinstance(benchmark, LabelledBenchmark) else {}
@@ -242,6 +246,20 @@ def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:
     except Exception as error:
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
         raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
+
+
+def id_problem(tasks: list[Task]) -> str | None:
+    """Two tasks whose ids would share a results key or an episode folder (the same id twice, or folder
+    names equal once case is ignored), named both; None when every id has its own."""
+    seen: dict[str, str] = {}
+    for task in tasks:
+        if not isinstance(task.id, str) or not task.id:
+            return f"the benchmark gave a task with an empty or non-text id ({task.id!r}); nothing was run."
+        key = folder_name(task.id).casefold()
+        if key in seen:
+            return f"two tasks share an episode folder: {seen[key]!r} and {task.id!r}; nothing was run."
+        seen[key] = task.id
+    return None
 
 
 def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:

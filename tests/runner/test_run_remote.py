@@ -10,6 +10,7 @@ import pytest
 
 from pos_bench.runner import run
 from pos_bench.runner.summary import format_notes
+from pos_bench.transcript import episode_dir
 from tests.models.stub_openai_server import IMPATIENT, PATIENT, StubOpenAI
 
 KEY = "sk-planted-run-key-5f2e9c"
@@ -63,7 +64,7 @@ def results(run_dir: Path) -> dict[str, dict]:
 
 
 def events(run_dir: Path, task_id: str) -> list[dict]:
-    path = run_dir / "episodes" / task_id.replace("/", "__") / "events.jsonl"
+    path = episode_dir(run_dir, task_id) / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

@@ -65,7 +65,9 @@ class Slot:
         if isinstance(self._executor, ThreadPoolExecutor):
             self._executor.shutdown(wait=False, cancel_futures=True)
         else:
-            self._executor.shutdown(wait=False, kill_workers=True)
+            # waiting for the killed worker lets loky release its semaphores: none is reported leaked when
+            # the run stops on Ctrl-C or SIGTERM
+            self._executor.shutdown(wait=True, kill_workers=True)
 
 
 def crash_result(task: Task, error: Exception) -> EpisodeResult:
