@@ -14,7 +14,6 @@ from typing import Any
 from pos_bench import events
 from pos_bench.types import Usage
 
-
 EMBED_CAP = 20_000
 """Characters of one text (a message, a reply, an observation) the page embeds; the rest stays in the
 episode's `events.jsonl`, which the episode links. A 90 MB transcript makes a page of a few MB."""
