@@ -60,8 +60,13 @@ class RunnerConfig:
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
+    episode_timeout: float = 7200.0
+    """Seconds one episode may run (2 h); past it the episode is an `EpisodeTimeout` error row, its worker
+    is replaced and the run goes on (thread and process slots)."""
 
     def __post_init__(self) -> None:
+        if self.episode_timeout <= 0:
+            raise ValueError(f"runner.episode_timeout must be > 0 seconds, got {self.episode_timeout}")
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
         self.placement()
@@ -69,7 +74,7 @@ class RunnerConfig:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
     def placement(self) -> Placement:
-        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
+        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address, self.episode_timeout)
 
 
 RECORDS = {
