@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -77,8 +79,25 @@ def run_command(cfg: DictConfig) -> Summary:
     return summary
 
 
+TERMINATED: list[int] = []
+"""Set when SIGTERM arrived: the run stops as on Ctrl-C, with exit code 143 instead of 130."""
+
+
+def stop_on_sigterm() -> None:
+    """`kill PID` (SIGTERM, what a scheduler or a container stop sends) stops the run as Ctrl-C does: the
+    episodes that finished are saved, temporary folders removed, the resume line printed."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        TERMINATED.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> Summary:
+    stop_on_sigterm()
     try:
         summary = run_command(cfg)
     except REFUSALS as error:
@@ -87,7 +106,9 @@ def main(cfg: DictConfig) -> Summary:
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
-        os._exit(130)  # threads still playing an episode must not hold the exit; saved rows are on disk
+        os._exit(
+            143 if TERMINATED else 130
+        )  # threads still playing an episode must not hold the exit; saved rows are on disk
     if summary.episodes and summary.errors == summary.episodes:
         print("error: every episode errored (causes above)", file=sys.stderr, flush=True)
         raise SystemExit(1)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
-from pos_bench.prompting import repair_request
+from pos_bench.prompting import capped, repair_request
 from pos_bench.protocols import Env, Method, Model
 from pos_bench.transcript import Transcript
 from pos_bench.types import Brief, Decision, EpisodeResult, Message, Observation, Step, Task
@@ -101,7 +101,7 @@ def decide(
         text = repair_request(
             parsed.problem, missing_action=missing_action, max_actions=brief.max_actions_per_turn
         )
-        prompt = prompt.extended(Message("assistant", reply.text), Message("user", text))
+        prompt = prompt.extended(Message("assistant", capped(reply.text)), Message("user", text))
 
 
 def context_error(step: int, phase: str, error: Exception, log: Transcript) -> dict[str, Any]:

@@ -61,6 +61,18 @@ def _action_key(max_actions: int) -> str:
     return '"action"' if max_actions == 1 else f'"actions" (1 to {max_actions} actions)'
 
 
+REPLY_CAP = 100_000
+"""Characters of one reply kept where it is repeated or stored: echoed back in a repair request, written to
+the transcript. A 10 MB reply would otherwise be resent whole with each repair and fill the episode file."""
+
+
+def capped(text: str, cap: int = REPLY_CAP) -> str:
+    """`text`, or its first `cap` characters followed by a marker giving its original size."""
+    if len(text) <= cap:
+        return text
+    return f"{text[:cap]}\n[cut here: the reply had {len(text):,} characters; the first {cap:,} are kept]"
+
+
 def repair_request(problem: str, *, missing_action: bool, max_actions: int = 1) -> str:
     """The loop's follow-up to an unusable reply: a JSON repair, or the missing-action directive (SPEC-POS §5.1)."""
     template = MISSING_ACTION_REQUEST if missing_action else JSON_REPAIR_REQUEST

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import shutil
 import time
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pos_bench import events
+from pos_bench.prompting import capped
 from pos_bench.protocols import Model
 from pos_bench.redact import NO_SECRETS, Redactor
 from pos_bench.types import Prompt, Reply, Usage, to_jsonable
@@ -20,9 +26,58 @@ def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
     return redactor.json_text(to_jsonable(data), default=str, **options)
 
 
+ID_FILE = "task_id.txt"
+"""In every episode folder: the exact task id the folder holds."""
+SLUG_CHARS = 48
+"""Readable part of an episode folder's name, at most this many characters (the hash follows it)."""
+
+
+def folder_name(task_id: str) -> str:
+    """The episode folder's name for `task_id`: a readable ASCII slug, then 12 hex digits of the SHA-256 of
+    the exact id. Never `.` or `..`, no separator, at most 61 characters, and two ids differing in anything
+    (case, Unicode normal form, `_` for a space) get different names, on case-insensitive file systems too
+    (the hash is lower-case hex and unique per exact id)."""
+    ascii_id = unicodedata.normalize("NFKD", task_id).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", ascii_id).strip("_")[:SLUG_CHARS] or "task"
+    digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}-{digest}"
+
+
+def legacy_folder_name(task_id: str) -> str:
+    """The name runs written before the safe names used (dots kept, other runs of characters as `__`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+
+
 def episode_dir(run_dir: Path, task_id: str) -> Path:
-    """The folder of one episode's files inside a run folder."""
-    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+    """The folder a new episode of `task_id` writes its files in, inside a run folder."""
+    return run_dir / "episodes" / folder_name(task_id)
+
+
+def find_episode(run_dir: Path, task_id: str) -> Path:
+    """The folder holding `task_id`'s files, for readers (report, rescoring, analysis, export): the safe name,
+    else the legacy name of a run written before it when that folder exists, is a folder of its own inside
+    `episodes/` (never `.`/`..`) and its `result.json`, if any, is of this id."""
+    safe = episode_dir(run_dir, task_id)
+    if safe.exists():
+        return safe
+    name = legacy_folder_name(task_id)
+    legacy = run_dir / "episodes" / name
+    if name in ("", ".", "..") or not legacy.is_dir() or not (legacy / "result.json").exists():
+        return safe
+    try:
+        recorded = json.loads((legacy / "result.json").read_text(encoding="utf-8")).get("task_id")
+    except (OSError, ValueError, AttributeError):
+        return safe
+    return legacy if recorded == task_id else safe
+
+
+def remove_inside(path: Path, root: Path) -> None:
+    """Delete the folder `path`, which must lie strictly inside `root`: a name that resolves to `root` itself
+    or anywhere outside it is a programming error, never a deletion."""
+    target, base = path.resolve(), root.resolve()
+    if target == base or base not in target.parents:
+        raise AssertionError(f"refusing to delete {path}: not inside {root}")
+    shutil.rmtree(target, ignore_errors=True)
 
 
 class Transcript:
@@ -51,9 +106,14 @@ class Transcript:
         return [e for e in self.events if e["kind"] == kind]
 
     def close(self) -> None:
+        """Close the file once its rows are on disk (fsync), so a results row never outlives its transcript."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            finally:
+                self._file.close()
+                self._file = None
 
 
 class Recorded:
@@ -89,7 +149,7 @@ class Recorded:
             events.Call(
                 role=role,
                 prompt=prompt,
-                reply=reply.text,
+                reply=capped(reply.text),
                 usage=reply.usage,
                 cached=reply.cached,
                 seconds=round(time.perf_counter() - started, 4),
@@ -107,7 +167,13 @@ def without_surrogates(reply: Reply) -> Reply:
 
 
 def write_result(path: Path, data: Any, redactor: Redactor = NO_SECRETS) -> None:
-    """Write a JSON file atomically, so a killed run never leaves a half-written one."""
+    """Write a JSON file atomically and durably, so a killed run or a full disk never leaves a half-written one."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(dumps(data, redactor, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        with tmp.open("w", encoding="utf-8") as file:
+            file.write(dumps(data, redactor, indent=1))
+            file.flush()
+            os.fsync(file.fileno())  # complete on disk before a results row can point at it
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

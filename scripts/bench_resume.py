@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from pos_bench.runner import preflight, run
 from pos_bench.runner.identity import RunIndex, run_identity
-from pos_bench.transcript import episode_dir
+from pos_bench.transcript import find_episode
 
 CHOICES = ["bench=clindiag", "method=raw", "model=scripted"]
 
@@ -74,7 +74,7 @@ def main() -> int:
     print(f"finished run: {len(rows.read_text().splitlines())} rows, results.jsonl {size / 1e3:.0f} kB")
 
     task = drop_last_row(run_dir)
-    events = episode_dir(run_dir, task) / "events.jsonl"
+    events = find_episode(run_dir, task) / "events.jsonl"
     events.unlink(missing_ok=True)
     started = time.perf_counter()
     thread = threading.Thread(target=run, args=(cfg, run_dir, {}))
@@ -83,7 +83,7 @@ def main() -> int:
     thread.join()
 
     task = drop_last_row(run_dir)
-    events = episode_dir(run_dir, task) / "events.jsonl"
+    events = find_episode(run_dir, task) / "events.jsonl"
     events.unlink(missing_ok=True)
     started = time.perf_counter()
     proc = subprocess.Popen(command(root), cwd=REPO, stdout=subprocess.DEVNULL)

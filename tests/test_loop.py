@@ -7,7 +7,7 @@ from baselines.raw import RawHistory
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import RetryBudget, UnusableReply, play
 from pos_bench.models.scripted import ScriptedModel
-from pos_bench.prompting import policy_prompt
+from pos_bench.prompting import REPLY_CAP, policy_prompt
 from pos_bench.protocols import MethodBase
 from pos_bench.transcript import Recorded, Transcript
 
@@ -128,6 +128,24 @@ def test_one_action_benchmarks_execute_only_the_action_key():
     reply = '{"thought": "t", "actions": ["look", "inventory"], "action": "inventory"}'
     result, log, _ = run(Steps, [reply], max_turns=1)
     assert result.steps == 1 and log.of_kind("step")[0]["action"] == "inventory"
+
+
+def test_a_10_mb_reply_is_cut_in_the_repair_request_and_the_transcript_with_its_size():
+    huge = "x" * 10_000_000
+    result, log, _ = run(
+        lambda m: RawHistory(m, max_json_retries=2),
+        [huge, huge, '{"thought": "", "action": "inventory"}'],
+        max_turns=1,
+    )
+    assert result.steps == 1
+    calls = log.of_kind("call")
+    assert all(len(c["reply"]) < REPLY_CAP + 200 for c in calls)
+    assert calls[0]["reply"].endswith(
+        "[cut here: the reply had 10,000,000 characters; the first 100,000 are kept]"
+    )
+    echoed = [m for m in calls[2]["prompt"]["messages"] if m["role"] == "assistant"]
+    assert len(echoed) == 2 and all(m["content"] == calls[0]["reply"] for m in echoed)
+    assert sum(len(str(c)) for c in calls) < 1_000_000  # was 60 MB for one turn
 
 
 def test_a_repaired_reply_is_executed():

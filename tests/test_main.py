@@ -191,3 +191,24 @@ def test_extras_say_how_they_are_averaged(tmp_path):
         "note: extras are means over the episodes each one applies to, an errored episode counting as 0"
         in out.stdout
     )
+
+
+def test_sigterm_stops_like_ctrl_c_with_the_resume_line_and_no_leftovers(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
+         "runner.n_jobs=2", "runner.backend=loky", "runner.progress=false", f"results_root={tmp_path / 'r'}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((tmp_path / "r").rglob("results.jsonl")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)  # to the main process only, as `kill PID` does
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "run the same command again to resume" in err
+    assert "leaked" not in err
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("pos_bench_")]

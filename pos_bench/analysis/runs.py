@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import pandas as pd
 
 from pos_bench import events
 from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
+from pos_bench.transcript import find_episode
 from pos_bench.types import usage_from_json
 
 PAPER_BENCHMARKS = ("alfworld", "loca", "rca100", "clindiag")
@@ -95,8 +95,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def episode_folder(run_dir: Path, task_id: str) -> Path:
-    """Same rule as the runner's `episode_dir`."""
-    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+    """The folder of `task_id`'s files: the runner's rule, legacy names of older runs included."""
+    return find_episode(run_dir, task_id)
 
 
 def episode_result(run_dir: Path, row: Mapping[str, Any]) -> dict[str, Any]:

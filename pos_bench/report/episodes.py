@@ -14,17 +14,28 @@ from typing import Any
 from pos_bench import events
 from pos_bench.types import Usage
 
+EMBED_CAP = 20_000
+"""Characters of one text (a message, a reply, an observation) the page embeds; the rest stays in the
+episode's `events.jsonl`, which the episode links. A 90 MB transcript makes a page of a few MB."""
+
 
 class Strings:
-    """Interned texts: `add` returns the index of a text in `items`."""
+    """Interned texts: `add` returns the index of a text in `items`; a text over `cap` characters is cut,
+    marked with its size."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int = EMBED_CAP) -> None:
         self.items: list[str] = []
         self._index: dict[str, int] = {}
+        self.cap = cap
 
     def add(self, text: Any) -> int:
         if not isinstance(text, str):
             text = json.dumps(text, ensure_ascii=False, indent=1)
+        if len(text) > self.cap:
+            text = (
+                f"{text[: self.cap]}\n[cut here: {len(text):,} characters in all; "
+                "the whole text is in the episode's events.jsonl]"
+            )
         if text not in self._index:
             self._index[text] = len(self.items)
             self.items.append(text)

@@ -63,7 +63,7 @@ def table_view(frame: pd.DataFrame) -> dict[str, Any]:
 def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
     out = []
     for row in run.episodes.to_dict("records"):
-        episode = list(events.read(episode_folder(run.folder, row["task_id"]) / "events.jsonl"))
+        path = episode_folder(run.folder, row["task_id"]) / "events.jsonl"
         error = row.get("error")
         out.append(
             {
@@ -74,7 +74,8 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
                 "error": None
                 if error is None or (isinstance(error, float) and math.isnan(error))
                 else str(error),
-                "turns": turns(episode, strings),
+                "file": path.resolve().as_uri(),
+                "turns": turns(events.read(path), strings),  # one event in memory at a time
             }
         )
     return out

@@ -7,7 +7,6 @@ env and model, and a fresh method for each episode.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 import traceback
@@ -24,7 +23,7 @@ from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
-from pos_bench.transcript import Recorded, Transcript, episode_dir, write_result
+from pos_bench.transcript import ID_FILE, Recorded, Transcript, episode_dir, remove_inside, write_result
 from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
 
 WATCHER = "pos_bench-parent-watcher"
@@ -70,7 +69,9 @@ def run_episode(
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
     folder = episode_dir(run_dir, task.id)
-    shutil.rmtree(folder, ignore_errors=True)  # leftovers of an episode killed mid-way
+    remove_inside(folder, run_dir)  # leftovers of an episode killed mid-way
+    folder.mkdir(parents=True)
+    (folder / ID_FILE).write_text(task.id, encoding="utf-8", errors="surrogatepass")
     log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
     model: Recorded | None = None
     try:

@@ -32,6 +32,7 @@ from pos_bench.runner.context_fit import context_problem
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
+from pos_bench.transcript import folder_name
 from pos_bench.types import Observation, Task, to_jsonable
 
 HYDRA_KEYS = frozenset({"_target_", "_partial_", "_convert_", "_recursive_", "_args_"})
@@ -60,8 +61,13 @@ class RunnerConfig:
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
+    episode_timeout: float = 7200.0
+    """Seconds one episode may run (2 h); past it the episode is an `EpisodeTimeout` error row, its worker
+    is replaced and the run goes on (thread and process slots)."""
 
     def __post_init__(self) -> None:
+        if self.episode_timeout <= 0:
+            raise ValueError(f"runner.episode_timeout must be > 0 seconds, got {self.episode_timeout}")
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
         self.placement()
@@ -69,7 +75,7 @@ class RunnerConfig:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 
     def placement(self) -> Placement:
-        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address)
+        return Placement(self.backend, self.n_jobs, self.workers, self.ray_address, self.episode_timeout)
 
 
 RECORDS = {
@@ -220,6 +226,9 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     """Find, before the first episode, the config errors that would fail every episode (`ConfigError`)."""
     check_config(cfg, RECORDS)
     benchmark, tasks = built_benchmark(cfg)
+    problem = id_problem(tasks)
+    if problem:
+        raise ConfigError(problem)
     expert = bool(cfg.get("expert", False))
     if expert and not isinstance(benchmark, ExpertBenchmark):
         raise ConfigError(no_expert(benchmark))
@@ -253,6 +262,20 @@ def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:
     except Exception as error:
         cause = error.__cause__ if isinstance(error, InstantiationException) and error.__cause__ else error
         raise ConfigError(f"bench cannot be built: {type(cause).__name__}: {cause}") from error
+
+
+def id_problem(tasks: list[Task]) -> str | None:
+    """Two tasks whose ids would share a results key or an episode folder (the same id twice, or folder
+    names equal once case is ignored), named both; None when every id has its own."""
+    seen: dict[str, str] = {}
+    for task in tasks:
+        if not isinstance(task.id, str) or not task.id:
+            return f"the benchmark gave a task with an empty or non-text id ({task.id!r}); nothing was run."
+        key = folder_name(task.id).casefold()
+        if key in seen:
+            return f"two tasks share an episode folder: {seen[key]!r} and {task.id!r}; nothing was run."
+        seen[key] = task.id
+    return None
 
 
 def first_observation(benchmark: Benchmark, model: Model, tasks: list[Task]) -> Observation:

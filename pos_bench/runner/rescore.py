@@ -30,7 +30,7 @@ from pos_bench.redact import redactor_for
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.results import ResultsFile
 from pos_bench.runner.summary import Summary, format_table, summarize, write_summary
-from pos_bench.transcript import Recorded, Transcript, episode_dir
+from pos_bench.transcript import Recorded, Transcript, find_episode
 from pos_bench.types import EpisodeResult, Task, Usage
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -131,7 +131,7 @@ def rescore(run_dir: Path, overrides: Sequence[str]) -> Rescored:
             results.append(old)
             continue
         task = tasks.get(old.task_id, Task(old.task_id, meta=old.task_meta))
-        log_path = episode_dir(run_dir, old.task_id) / f"rescore.{tag}.jsonl"
+        log_path = find_episode(run_dir, old.task_id) / f"rescore.{tag}.jsonl"
         results.append(rescore_one(benchmark, cfg, task, old, log_path))
     redactor = redactor_for(cfg)
     out = ResultsFile(run_dir / f"results.{tag}.jsonl", redactor)

@@ -28,6 +28,37 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "task_id": (str,),
+    "success": (bool,),
+    "score": (int, float),
+    "turns": (int,),
+    "steps": (int,),
+    "meta_actions": (int,),
+    "spent_turns": (int,),
+    "peak_input_tokens": (int,),
+    "dependency_m": (int, float),
+    "seconds": (int, float),
+    "extras": (dict,),
+    "task_meta": (dict,),
+}
+"""The types a row's fields must have (`EpisodeResult`): a hand edit such as `"success": "false"` would
+otherwise pass and be counted as a success."""
+
+
+def typed_wrong(result: EpisodeResult) -> None:
+    """Raise `TypeError` naming the first field of `result` whose value has the wrong type."""
+    if result.status not in ("done", "error"):
+        raise TypeError(f"status is {result.status!r}, not 'done' or 'error'")
+    if result.error is not None and not isinstance(result.error, str):
+        raise TypeError(f"error is {type(result.error).__name__}, not text")
+    for name, types in FIELD_TYPES.items():
+        value = getattr(result, name)
+        wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        if wrong:
+            raise TypeError(f"{name} is {value!r} ({type(value).__name__}), not {types[0].__name__}")
+
+
 class ResultsFile:
     def __init__(self, path: Path, redactor: Redactor = NO_SECRETS, *, warn: Callable[[str], None] = warn):
         self.path = path
@@ -63,6 +94,7 @@ class ResultsFile:
                     continue
                 try:
                     result = result_from_json(json.loads(raw))
+                    typed_wrong(result)
                 except (ValueError, TypeError, AttributeError, RecursionError) as error:
                     raise ResultsError(
                         f"{self.path} line {number} is not an episode result ({type(error).__name__}: "

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from pos_bench.redact import NO_SECRETS, Redactor
-from pos_bench.transcript import episode_dir, write_result
+from pos_bench.transcript import find_episode, write_result
 from pos_bench.types import EpisodeResult, Usage, to_jsonable
 
 BENCHMARK_ROLE_PREFIX = "benchmark_"
@@ -225,7 +225,7 @@ def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:
     for cause in summary.error_causes[:top]:
         lines.append(f"  {cause.count}x {cause.cause}")
     first = summary.error_causes[0]
-    lines.append(f"  example transcript: {episode_dir(run_dir, first.example) / 'events.jsonl'}")
+    lines.append(f"  example transcript: {find_episode(run_dir, first.example) / 'events.jsonl'}")
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.runner import run
+from pos_bench.transcript import find_episode
 from pos_bench.types import Prompt
 from tests.pos.script import PosScript, delta, grounded_issue, moved
 
@@ -204,7 +205,7 @@ def interrupt(folder: Path, keep: int) -> None:
     (folder / "summary.json").unlink(missing_ok=True)
     for line in lines[keep:]:
         task = json.loads(line)["task_id"]
-        episode = folder / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task)
+        episode = find_episode(folder, task)
         (episode / "result.json").unlink(missing_ok=True)
 
 

@@ -13,6 +13,7 @@ from pos_bench.analysis.paired import comparisons
 from pos_bench.analysis.runs import load_runs
 from pos_bench.analysis.stats import cluster_bootstrap, mcnemar_exact, wilson
 from pos_bench.analysis.tables import gains, load_paper, ours, token_table
+from pos_bench.transcript import episode_dir
 from tests.conftest import REPO
 
 PAPER = pd.DataFrame(
@@ -90,7 +91,7 @@ def test_token_table_has_roles_peak_and_dependency(fixture_runs):
     runs = load_runs([fixture_runs["toy_pos"]])
     table = token_table(runs).iloc[0]
     events = [
-        json.loads(x) for x in (fixture_runs["toy_pos"] / "episodes" / "toy__000" / "events.jsonl").open()
+        json.loads(x) for x in (episode_dir(fixture_runs["toy_pos"], "toy/000") / "events.jsonl").open()
     ]
     assert table["belief k"] > 0 and table["sentinel_consistency k"] > 0 and table["peak"] > 0
     first_peak = max(

@@ -17,6 +17,7 @@ from inspect_ai.log import read_eval_log
 
 from pos_bench.analysis.runs import read_jsonl
 from pos_bench.export.inspect_log import write_inspect_log
+from pos_bench.transcript import episode_dir
 
 
 def exported(folder: Path, tmp_path: Path):
@@ -59,7 +60,7 @@ def test_a_pos_toy_run_reads_back_with_every_episode_role_and_memory_record(fixt
     assert meta["config"]["method"]["_target_"] == "pos_bench.pos.method.Pos"
 
     first = next(s for s in log.samples if s.id == "toy/000")
-    events = read_jsonl(folder / "episodes" / "toy__000" / "events.jsonl")
+    events = read_jsonl(episode_dir(folder, "toy/000") / "events.jsonl")
     reset = events[0]["observation"]
     assert first.input == reset["text"] and first.target == reset["goal"]
     calls = [e for e in events if e["kind"] == "call"]

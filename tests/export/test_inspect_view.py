@@ -26,6 +26,7 @@ pytest.importorskip("inspect_ai", reason="the `inspect` extra (inspect-ai) is no
 
 from pos_bench.analysis.runs import read_jsonl
 from pos_bench.export.inspect_log import write_inspect_log
+from pos_bench.transcript import episode_dir
 
 STARTUP_SECONDS = 90
 """How long the viewer may take to listen (it imports inspect_ai, slow on a loaded machine)."""
@@ -93,7 +94,7 @@ def test_the_viewer_lists_every_log_and_every_sample(browser, viewer, fixture_ru
     ids = [r["task_id"] for r in tasks]
     browser.get(viewer + "/#/tasks/toy_pos.eval")
     WebDriverWait(browser, RENDER_SECONDS).until(lambda d: shown(d, [*ids, f"{len(ids)} Samples"]))
-    first = next(r for r in read_jsonl(fixture_runs["toy_pos"] / "episodes" / "toy__000" / "events.jsonl"))
+    first = next(r for r in read_jsonl(episode_dir(fixture_runs["toy_pos"], "toy/000") / "events.jsonl"))
     WebDriverWait(browser, RENDER_SECONDS).until(lambda d: shown(d, [first["observation"]["goal"]]))
     listed = [i for i in ids if browser.find_elements("xpath", f"//*[normalize-space(text())='{i}']")]
     assert listed == ids

@@ -15,6 +15,7 @@ datasets = pytest.importorskip("datasets", reason="the `export` extra (datasets)
 
 from pos_bench.analysis.runs import read_jsonl
 from pos_bench.export.parquet import export
+from pos_bench.transcript import episode_dir
 from tests.conftest import REPO
 
 
@@ -40,7 +41,7 @@ def test_a_run_round_trips_through_parquet(fixture_runs, tmp_path, monkeypatch):
     steps = loaded["steps"]
     assert len(steps) == sum(r["steps"] for r in rows)
     first = steps.filter(lambda s: s["task_id"] == "toy/000" and s["turn"] == 0)[0]
-    events = read_jsonl(folder / "episodes" / "toy__000" / "events.jsonl")
+    events = read_jsonl(episode_dir(folder, "toy/000") / "events.jsonl")
     step0 = next(e for e in events if e["kind"] == "step")
     assert (
         first["observation"] == step0["observation"]["text"]

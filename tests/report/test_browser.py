@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.report.page import render
+from pos_bench.transcript import episode_dir
 from tests.analysis.fixture_runs import XSS
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -73,7 +74,7 @@ def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_r
 
     rows_of(page, "toy/pos/scripted")[0].click()
     pane = page.find_element("id", "pane-a")
-    result = json.loads((fixture_runs["toy_pos"] / "episodes" / "toy__000" / "result.json").read_text())
+    result = json.loads((episode_dir(fixture_runs["toy_pos"], "toy/000") / "result.json").read_text())
     healthy = len(result["report"]["belief_health_history"])
     assert healthy > 3 and len(pane.find_elements("css selector", "svg.health circle.hpoint")) == healthy
     points = pane.find_element("css selector", "svg.health polyline.series-health_score").get_attribute(

@@ -1,6 +1,7 @@
 """results.jsonl: compact rows, strict reading, the torn-tail repair and dropping errored rows."""
 
 import json
+import re
 
 import pytest
 
@@ -43,4 +44,28 @@ def test_a_row_that_is_not_a_result_names_its_line(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text('{"task_id": "a", "status": "done"}\n{"no_task": 1}\n')
     with pytest.raises(ResultsError, match="line 2 is not an episode result"):
+        ResultsFile(path).read()
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        ('"success": "false"', "success is 'false' (str), not bool"),
+        ('"score": true', "score is True (bool), not int"),
+        ('"steps": "3"', "steps is '3' (str), not int"),
+        ('"status": "ok"', "status is 'ok'"),
+        ('"task_id": 7', "task_id is 7 (int), not str"),
+        ('"extras": []', "extras is [] (list), not dict"),
+    ],
+)
+def test_a_typed_wrong_hand_edit_is_a_bad_line_naming_the_field(tmp_path, edit, named):
+    path = tmp_path / "results.jsonl"
+    row = json.dumps({"task_id": "b", "status": "done", "success": True, "score": 1.0, "steps": 3})
+    key = edit.split(":")[0]
+    fields = {k: v for k, v in json.loads(row).items() if f'"{k}"' != key}
+    edited = json.dumps(fields)[:-1] + ", " + edit + "}"
+    path.write_text('{"task_id": "a", "status": "done"}\n' + edited + "\n")
+    with pytest.raises(
+        ResultsError, match=r"line 2 is not an episode result \(TypeError: " + re.escape(named)
+    ):
         ResultsFile(path).read()

@@ -16,6 +16,7 @@ from pos_bench.runner import RunLocked, run, shorter_gc_pauses
 from pos_bench.runner.identity import RunMismatch
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.results import ResultsError, ResultsFile
+from pos_bench.transcript import episode_dir
 from tests.conftest import REPO
 
 RAW = {"_target_": "baselines.raw.RawHistory", "_partial_": True}
@@ -48,7 +49,7 @@ def test_run_writes_results_transcripts_and_summary(tmp_path):
     rows = lines(tmp_path / "results.jsonl")
     assert sorted(r["task_id"] for r in rows) == [f"toy/00{i}" for i in range(4)]
     assert all("report" not in r and "final_observation" not in r for r in rows)  # compact rows
-    episode = tmp_path / "episodes" / "toy__000"
+    episode = episode_dir(tmp_path, "toy/000")
     full = json.loads((episode / "result.json").read_text())
     assert full["success"] is True and "report" in full and full["final_observation"]
     kinds = [json.loads(x)["kind"] for x in (episode / "events.jsonl").read_text().splitlines()]
@@ -79,11 +80,11 @@ def test_only_a_run_that_calls_a_model_records_one(tmp_path):
 
 def test_rerun_resumes_without_replaying(tmp_path):
     run(config(n_tasks=6, limit=4), tmp_path, {})
-    stamp = (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns
+    stamp = (episode_dir(tmp_path, "toy/001") / "result.json").stat().st_mtime_ns
     run(config(n_tasks=6), tmp_path, {})
     ids = [r["task_id"] for r in lines(tmp_path / "results.jsonl")]
     assert sorted(ids) == [f"toy/00{i}" for i in range(6)] and len(ids) == len(set(ids))
-    assert (tmp_path / "episodes" / "toy__001" / "result.json").stat().st_mtime_ns == stamp
+    assert (episode_dir(tmp_path, "toy/001") / "result.json").stat().st_mtime_ns == stamp
 
 
 def test_other_settings_in_the_same_folder_are_refused_with_the_differing_keys(tmp_path):
@@ -144,7 +145,7 @@ def test_an_exception_fails_one_episode_and_is_played_again_on_rerun(tmp_path, m
     assert "boom on purpose" in error["error"]
     assert summary.error_causes[0].cause == "RuntimeError: boom on purpose"
     assert summary.error_causes[0].example == "toy/001"
-    events = (tmp_path / "episodes" / "toy__001" / "events.jsonl").read_text()
+    events = (episode_dir(tmp_path, "toy/001") / "events.jsonl").read_text()
     assert "Traceback" in events
     run(config(method, n_tasks=3, retry_errors=False), tmp_path, {})
     assert len(lines(tmp_path / "results.jsonl")) == 3  # the old switch keeps errors as finished
@@ -188,7 +189,7 @@ def test_a_report_json_cannot_hold_is_still_written(tmp_path):
     method = {"_target_": "tests.runner.test_run.UnwritableReport", "_partial_": True}
     summary = run(config(method, n_tasks=2, n_jobs=2, backend="loky"), tmp_path, {})
     assert summary.errors == 0 and summary.successes == 2
-    report = json.loads((tmp_path / "episodes" / "toy__000" / "result.json").read_text())["report"]
+    report = json.loads((episode_dir(tmp_path, "toy/000") / "result.json").read_text())["report"]
     assert report["seen"] == ["a", "b"] and report["handle"].startswith("<object")
 
 
@@ -268,13 +269,12 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
     results = run_results(tmp_path)
     finished = {r["task_id"]: r for r in lines(results)}
     assert 2 <= len(finished) < 6
-    episodes = results.parent / "episodes"
-    stamps = {t: (episodes / t.replace("/", "__") / "result.json").stat().st_mtime_ns for t in finished}
+    stamps = {t: (episode_dir(results.parent, t) / "result.json").stat().st_mtime_ns for t in finished}
     subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=300)
     ids = [r["task_id"] for r in lines(results)]
     assert sorted(ids) == [f"toy/00{i}" for i in range(6)]
     for task_id, stamp in stamps.items():
-        assert (episodes / task_id.replace("/", "__") / "result.json").stat().st_mtime_ns == stamp
+        assert (episode_dir(results.parent, task_id) / "result.json").stat().st_mtime_ns == stamp
 
 
 def test_a_price_table_gives_cost_per_role(tmp_path):
@@ -407,7 +407,7 @@ def test_peak_and_dependency_per_episode_and_in_the_summary_table(tmp_path):
     summary = run(config(method=RAW, n_tasks=2, progress=False), tmp_path, {"bench": "toy"})
     rows = lines(tmp_path / "results.jsonl")
     for row in rows:
-        folder = tmp_path / "episodes" / row["task_id"].replace("/", "__")
+        folder = episode_dir(tmp_path, row["task_id"])
         calls = [json.loads(x) for x in (folder / "events.jsonl").read_text().splitlines()]
         inputs = [c["usage"]["input_tokens"] for c in calls if c["kind"] == "call" and c["role"] == "agent"]
         assert row["peak_input_tokens"] == max(inputs) > 0 and row["dependency_m"] > 0

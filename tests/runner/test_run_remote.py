@@ -4,12 +4,14 @@ faults injected, several episodes in flight, resume, retry of errored episodes, 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from pos_bench.runner import run
 from pos_bench.runner.summary import format_notes
+from pos_bench.transcript import episode_dir
 from tests.models.stub_openai_server import IMPATIENT, PATIENT, StubOpenAI
 
 KEY = "sk-planted-run-key-5f2e9c"
@@ -63,7 +65,7 @@ def results(run_dir: Path) -> dict[str, dict]:
 
 
 def events(run_dir: Path, task_id: str) -> list[dict]:
-    path = run_dir / "episodes" / task_id.replace("/", "__") / "events.jsonl"
+    path = episode_dir(run_dir, task_id) / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -206,3 +208,19 @@ def test_a_revision_change_under_the_run_is_recorded_and_flagged(stub, tmp_path)
     assert calls and all(e["served"].startswith("stub-model fp_") for e in calls)
     assert "served=2 revisions" in load_run(run_dir).flags
     assert "2 model revisions" in format_notes(summary)
+
+
+def test_an_episode_past_runner_episode_timeout_is_an_error_row_and_the_others_finish(stub, tmp_path):
+    stub.faults.hang_seconds = 20.0  # every request of the doomed episode hangs past the episode timeout
+    stub.faults.rule = lambda body: "hang" if DOOMED in json.dumps(body) else None
+    cfg = config(tmp_path, openai_node(stub.url, timeout=120.0), cache_mode="off")
+    cfg["runner"] = {"n_jobs": 2, "backend": "threading", "progress": False, "episode_timeout": 5.0}
+    cfg["retry"] = {"max_attempts": 1}
+    started = time.monotonic()
+    play(cfg, tmp_path / "run")
+    took = time.monotonic() - started
+    rows = results(tmp_path / "run")
+    assert sorted(rows) == TASKS
+    assert rows["toy/002"]["status"] == "error" and rows["toy/002"]["error"].startswith("EpisodeTimeout:")
+    assert all(r["status"] == "done" for t, r in rows.items() if t != "toy/002"), rows
+    assert took < 55, "the run waited for the hung request"

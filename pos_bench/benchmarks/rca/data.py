@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -89,8 +90,28 @@ def synthetic(n: int, seed: int, cache: Path | None = None) -> Dataset:
     )
 
 
+CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""A case id is a plain folder name under `cases/`: starts with a letter or digit (so never `.` or `..`), no
+separator, at most 100 characters."""
+
+
 def read_manifest(path: Path) -> tuple[str, ...]:
-    return tuple(line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    """The case ids of `manifest.txt`, one per non-blank line; an id that is not a plain folder name, or one
+    listed twice, is an error naming the file and the lines."""
+    ids: dict[str, int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        case_id = line.strip()
+        if not case_id:
+            continue
+        if not CASE_ID.fullmatch(case_id):
+            raise ValueError(
+                f"{path} line {number}: case id {case_id!r} is not a plain folder name "
+                "(letters, digits, '.', '_', '-', starting with a letter or digit)"
+            )
+        if case_id in ids:
+            raise ValueError(f"{path} lines {ids[case_id]} and {number}: case id {case_id!r} is listed twice")
+        ids[case_id] = number
+    return tuple(ids)
 
 
 def real(data_dir: str | None, answer_key: str | None) -> Dataset:

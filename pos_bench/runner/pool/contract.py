@@ -34,6 +34,9 @@ class Placement:
     workers: int | None = None
     """Ray: worker processes sharing the `n_jobs` episodes (default: one per episode)."""
     ray_address: str | None = None
+    episode_timeout: float | None = None
+    """Seconds an episode may run; past it the episode is an `EpisodeTimeout` error and its worker is
+    replaced (loky: killed; threading: abandoned). None: no limit."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

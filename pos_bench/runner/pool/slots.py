@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -65,7 +66,9 @@ class Slot:
         if isinstance(self._executor, ThreadPoolExecutor):
             self._executor.shutdown(wait=False, cancel_futures=True)
         else:
-            self._executor.shutdown(wait=False, kill_workers=True)
+            # waiting for the killed worker lets loky release its semaphores: none is reported leaked when
+            # the run stops on Ctrl-C or SIGTERM
+            self._executor.shutdown(wait=True, kill_workers=True)
 
 
 def crash_result(task: Task, error: Exception) -> EpisodeResult:
@@ -80,6 +83,24 @@ def crash_result(task: Task, error: Exception) -> EpisodeResult:
     return EpisodeResult(task_id=task.id, status="error", error=cause, task_meta=dict(task.meta))
 
 
+def overdue(started: dict[Future, float], timeout: float | None, done: set[Future]) -> list[Future]:
+    """The unfinished futures that started more than `timeout` seconds ago."""
+    if timeout is None:
+        return []
+    now = time.monotonic()
+    return [f for f, at in started.items() if f not in done and now - at > timeout]
+
+
+def timeout_result(task: Task, timeout: float | None) -> EpisodeResult:
+    return EpisodeResult(
+        task_id=task.id,
+        status="error",
+        error=f"EpisodeTimeout: the episode ran past runner.episode_timeout ({timeout:g} s); its worker was "
+        "stopped and the run went on",
+        task_meta=dict(task.meta),
+    )
+
+
 def play_all(
     work: Work,
     tasks: Sequence[Task],
@@ -88,22 +109,33 @@ def play_all(
     backend: str,
     tick: Callable[[list[Task]], None] | None = None,
     tick_seconds: float = 1.0,
+    episode_timeout: float | None = None,
 ) -> Iterator[EpisodeResult]:
-    """Yield one result per task, in completion order. `tick` sees the tasks in flight about once a second."""
+    """Yield one result per task, in completion order. `tick` sees the tasks in flight about once a second.
+    An episode running past `episode_timeout` seconds is an `EpisodeTimeout` error and its slot gets a new
+    worker (a process slot kills the old one; a thread slot abandons it)."""
     size = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     queue = deque(tasks)
     slots = [Slot(backend) for _ in range(max(1, min(size, len(tasks))))]
     running: dict[Future, tuple[Slot, Task]] = {}
+    started: dict[Future, float] = {}
     try:
         while queue or running:
             busy = {id(slot) for slot, _ in running.values()}
             for slot in slots:
                 if queue and id(slot) not in busy:
                     task = queue.popleft()
-                    running[slot.submit(work, task)] = (slot, task)
+                    future = slot.submit(work, task)
+                    running[future], started[future] = (slot, task), time.monotonic()
             done, _ = wait(list(running), timeout=tick_seconds, return_when=FIRST_COMPLETED)
+            for future in overdue(started, episode_timeout, done):
+                slot, task = running.pop(future)
+                started.pop(future)
+                slot.discard()
+                yield timeout_result(task, episode_timeout)
             for future in done:
                 slot, task = running.pop(future)
+                started.pop(future)
                 try:
                     result = future.result()
                 except Exception as error:  # noqa: BLE001 - a dead worker or a lost result costs its episode only
@@ -124,4 +156,11 @@ class SlotPool(Pool):
         self.shared = shared
 
     def map_unordered(self, play, tasks, *, tick=None):
-        return play_all(play, tasks, n_jobs=self.placement.n_jobs, backend=self.placement.backend, tick=tick)
+        return play_all(
+            play,
+            tasks,
+            n_jobs=self.placement.n_jobs,
+            backend=self.placement.backend,
+            tick=tick,
+            episode_timeout=self.placement.episode_timeout,
+        )

@@ -1,3 +1,4 @@
+import re
 import shutil
 
 import pytest
@@ -83,3 +84,27 @@ def test_missing_labels_or_case_files_are_named(real_layout, clean_env):
     assert [
         t.id for t in RCABenchmark(source="real", data_dir=str(data), answer_key=str(key), limit=0).tasks()
     ] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("t001\n..\n", "line 2: case id '..'"),
+        ("t001\n.\n", "line 2: case id '.'"),
+        ("a/b\n", "line 1: case id 'a/b'"),
+        ("t001\nt002\nt001\n", "lines 1 and 3: case id 't001' is listed twice"),
+    ],
+)
+def test_a_manifest_id_that_is_no_plain_folder_name_or_repeats_is_refused_naming_the_line(
+    tmp_path, text, named
+):
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{manifest} {named}")):
+        rca_data.read_manifest(manifest)
+
+
+def test_a_plain_manifest_is_read_in_order(tmp_path):
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("t002\n\n t001 \nv1.1_case-3\n")
+    assert rca_data.read_manifest(manifest) == ("t002", "t001", "v1.1_case-3")
