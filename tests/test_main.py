@@ -85,7 +85,7 @@ def test_changed_settings_get_their_own_run_folder_and_n_jobs_does_not(tmp_path)
     assert len(runs(tmp_path, "toy/expert/scripted")) == 1
     cli(*base, "bench.max_turns=6", "runner.progress=false")
     folders = runs(tmp_path, "toy/expert/scripted")
-    assert len(folders) == 2 and folders[0].name.startswith("max_turns=5-")
+    assert len(folders) == 2 and folders[0].name.startswith("max_turns-5-")
     index = json.loads((tmp_path / "toy/expert/scripted/index.json").read_text())
     assert index[1]["differs_from"][0]["differs_in"] == ["bench.max_turns"]
     for folder in folders:
