@@ -92,10 +92,16 @@ def test_changed_settings_get_their_own_run_folder_and_n_jobs_does_not(tmp_path)
         assert len((folder / "results.jsonl").read_text().splitlines()) == 1
 
 
-def test_a_bad_choice_names_the_valid_ones(tmp_path):
-    out = cli("bench=toy", "method=no_such_method", f"results_root={tmp_path}", check=False)
-    assert out.returncode != 0
-    assert "no_such_method" in out.stderr and "raw" in out.stderr and "expert" in out.stderr
+@pytest.mark.parametrize(
+    "choice", ["method=no_such_method", "method=raw,no_such_method", "+experiment=no_such_method"]
+)
+def test_a_bad_choice_exits_2_with_one_line_naming_the_valid_ones(tmp_path, choice):
+    args = ["-m"] if "," in choice else []
+    out = cli(*args, "bench=toy", choice, f"results_root={tmp_path}", check=False)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "no_such_method: no such choice" in out.stderr
+    options = "quickstart" if "experiment" in choice else "expert"
+    assert options in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize(
