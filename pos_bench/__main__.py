@@ -7,6 +7,7 @@ folder, a bad results or cache file); 130 interrupted (rerun the same command to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -158,6 +159,12 @@ def write_report(run_dirs: list[str], path: Path) -> None:
     print(f"report: {path.resolve()} (open it in a browser)", flush=True)
 
 
+def is_outcome(value: Any) -> bool:
+    """A `JobOutcome`, whether made by this module run as `__main__` or imported as `pos_bench.__main__` (the
+    callback's module): the two are different classes of one shape."""
+    return dataclasses.is_dataclass(value) and type(value).__name__ == JobOutcome.__name__
+
+
 SWEEP_LOG = "POS_BENCH_SWEEP_LOG"
 """Environment variable naming the file where a sweep's jobs list their outcomes."""
 
@@ -183,7 +190,7 @@ class SweepTable(Callback):
         if not log:
             return
         num = job_return.hydra_cfg.hydra.job.num
-        if job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, JobOutcome):
+        if job_return.status == JobStatus.COMPLETED and is_outcome(job_return.return_value):
             row = {"num": num, **to_jsonable(job_return.return_value)}
         else:  # a failure the job could not turn into an outcome
             error = job_return._return_value

@@ -171,6 +171,29 @@ def test_multirun_prints_one_row_per_method(tmp_path):
     assert (only_run(tmp_path, "toy/expert/scripted") / "summary.json").exists()
 
 
+def test_a_sweep_lists_a_failed_job_with_its_cause_and_still_writes_the_report(tmp_path):
+    out = cli(
+        "-m",
+        "bench=toy",
+        "bench.limit=2",
+        "method=raw,expert",
+        "model=openai",
+        "model.base_url=http://127.0.0.1:9/v1",
+        "model.api_key_env=null",
+        "retry.max_attempts=1",
+        "cache.mode=off",
+        f"results_root={tmp_path}",
+        f"report={tmp_path}/sweep.html",
+        "runner.progress=false",
+        check=False,
+    )
+    assert out.returncode == 1, out.stderr
+    sweep = out.stdout.split("== sweep ==")[1]
+    assert "expert" in sweep and "100.0%" in sweep  # the job that ran
+    assert "toy/raw/openai failed: every episode errored (RetryBudgetExhausted" in sweep
+    assert f"report: {tmp_path}/sweep.html" in sweep and (tmp_path / "sweep.html").stat().st_size > 0
+
+
 def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
