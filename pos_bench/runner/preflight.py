@@ -28,6 +28,7 @@ from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model
 from pos_bench.redact import key_variables
+from pos_bench.runner.endpoints import endpoint_problems
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
@@ -59,6 +60,9 @@ class RunnerConfig:
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
+    check_endpoints: bool = True
+    """Before the first episode, ask every remote endpoint (per role) for its models (`runner/endpoints.py`):
+    unreachable, a model it does not serve or a refused key stops the run with exit 2."""
 
     def __post_init__(self) -> None:
         if self.n_jobs == 0 or self.n_jobs < -1:
@@ -227,10 +231,22 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     problem = method.unsupported(first_observation(benchmark, model, tasks)) if tasks else None
     if problem:
         raise ConfigError(problem)
+    if RunnerConfig(**(cfg.get("runner") or {})).check_endpoints and cache_may_call(cfg):
+        problems = list(endpoint_problems(cfg))
+        if problems:
+            raise ConfigError(
+                "an endpoint cannot serve this run; nothing was run (runner.check_endpoints=false skips this "
+                "check):\n  " + "\n  ".join(problems)
+            )
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
     return Prepared(tasks, description, labels)
+
+
+def cache_may_call(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run may call a model at all: a `replay` cache answers from its file alone."""
+    return (cfg.get("cache") or {}).get("mode") != "replay"
 
 
 def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:
