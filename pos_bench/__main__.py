@@ -7,6 +7,7 @@ folder, a bad results or cache file); 130 interrupted (rerun the same command to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -14,26 +15,37 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from pos_bench.models.cache import CacheError
-from pos_bench.redact import redactor_for
-from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
-from pos_bench.runner.identity import RunIndex, RunMismatch, run_identity
-from pos_bench.runner.preflight import ConfigError
-from pos_bench.runner.results import ResultsError
-from pos_bench.runner.summary import Summary, format_errors, format_notes, format_table
 from pos_bench.types import to_jsonable
 
-REFUSALS = (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
-"""Errors that stop a run before (or instead of) playing: one message, exit code 2."""
+if TYPE_CHECKING:
+    from pos_bench.runner.summary import Summary
+
+# The runner, the models and the summary (pandas, joblib/loky, SDKs) are imported inside the functions that use
+# them, so `--help`, `--cfg job` and a config error cost little more than Hydra (tests/test_startup.py guards it;
+# scripts/bench_startup.py measures it).
+
+
+def refusals() -> tuple[type[BaseException], ...]:
+    """Errors that stop a run before (or instead of) playing: one message, exit code 2."""
+    from pos_bench.models.cache import CacheError
+    from pos_bench.runner import RunLocked
+    from pos_bench.runner.identity import RunMismatch
+    from pos_bench.runner.preflight import ConfigError
+    from pos_bench.runner.results import ResultsError
+
+    return (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
+
 
 KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
 
@@ -60,7 +72,24 @@ def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, An
     }
 
 
-def run_command(cfg: DictConfig) -> Summary:
+@dataclass(frozen=True)
+class JobOutcome:
+    """What one job leaves for a sweep's table: its labels, its summary and run folder when it ran, else the
+    one-line cause it failed with, and the exit code it would have had alone (0, 1 or 2)."""
+
+    labels: dict[str, Any]
+    summary: Summary | None = None
+    run_dir: str | None = None
+    failure: str | None = None
+    code: int = 0
+
+
+def run_command(cfg: DictConfig) -> JobOutcome:
+    from pos_bench.redact import redactor_for
+    from pos_bench.runner import preflight, run
+    from pos_bench.runner.identity import RunIndex, run_identity
+    from pos_bench.runner.summary import format_errors, format_notes, format_table
+
     plain = OmegaConf.to_container(cfg, resolve=True)
     prepared = preflight(plain)
     identity = run_identity(plain, prepared.description, prepared.upstream)
@@ -76,7 +105,15 @@ def run_command(cfg: DictConfig) -> Summary:
         if extra:
             print(redactor.text(extra))
     print(f"results: {run_dir}")
-    return summary
+    if summary.episodes and summary.errors == summary.episodes:
+        cause = summary.error_causes[0].cause if summary.error_causes else "see the causes above"
+        return JobOutcome(dict(labels), summary, str(run_dir), f"every episode errored ({cause})", 1)
+    return JobOutcome(dict(labels), summary, str(run_dir))
+
+
+def chosen_labels() -> dict[str, Any]:
+    choices = HydraConfig.get().runtime.choices
+    return {key: choices.get(key) for key in ("bench", "method", "model")}
 
 
 TERMINATED: list[int] = []
@@ -96,34 +133,69 @@ def stop_on_sigterm() -> None:
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
-def main(cfg: DictConfig) -> Summary:
+def main(cfg: DictConfig) -> JobOutcome:
+    """One job. Alone it exits 2 on a refusal and 1 when every episode errored; inside a `-m` sweep it returns
+    the failure instead, so the other jobs run and the sweep's table lists this one with its cause."""
+    from pos_bench.runner import RunInterrupted
+
     stop_on_sigterm()
+    in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
-        summary = run_command(cfg)
-    except REFUSALS as error:
+        outcome = run_command(cfg)
+    except refusals() as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
+        if in_sweep:
+            return JobOutcome(chosen_labels(), failure=first_line(error), code=2)
         raise SystemExit(2) from None
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
-        os._exit(
-            143 if TERMINATED else 130
-        )  # threads still playing an episode must not hold the exit; saved rows are on disk
-    if summary.episodes and summary.errors == summary.episodes:
+        # threads still playing an episode must not hold the exit; saved rows are on disk
+        os._exit(143 if TERMINATED else 130)
+    except Exception as error:
+        if not in_sweep:
+            raise
+        print(f"error: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        return JobOutcome(chosen_labels(), failure=f"{type(error).__name__}: {first_line(error)}", code=1)
+    if outcome.code == 1:
         print("error: every episode errored (causes above)", file=sys.stderr, flush=True)
-        raise SystemExit(1)
-    return summary
+        if not in_sweep:
+            raise SystemExit(1)
+    if not in_sweep and cfg.get("report") and outcome.run_dir:
+        write_report([outcome.run_dir], Path(cfg.report))
+    return outcome
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
+def write_report(run_dirs: list[str], path: Path) -> None:
+    """The HTML report of `run_dirs` at `path` (`report=` in the config; the quick start sets it)."""
+    from pos_bench.report.page import render  # pandas and matplotlib: only when a report is asked for
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render([Path(d) for d in run_dirs], spec=None), encoding="utf-8")
+    print(f"report: {path.resolve()} (open it in a browser)", flush=True)
+
+
+def is_outcome(value: Any) -> bool:
+    """A `JobOutcome`, whether made by this module run as `__main__` or imported as `pos_bench.__main__` (the
+    callback's module): the two are different classes of one shape."""
+    return dataclasses.is_dataclass(value) and type(value).__name__ == JobOutcome.__name__
 
 
 SWEEP_LOG = "POS_BENCH_SWEEP_LOG"
-"""Environment variable naming the file where a sweep's jobs list their summaries."""
+"""Environment variable naming the file where a sweep's jobs list their outcomes."""
 
 
 class SweepTable(Callback):
-    """After a `-m` sweep, print one table with a row per finished job.
+    """After a `-m` sweep, print one table with a row per job that ran and one line per job that failed (with its
+    cause), write the HTML report of the sweep's runs when the config names one (`report=`), and exit with the
+    worst job's code.
 
     With a launcher that runs jobs in other processes or on other hosts (submitit), `on_job_end` runs
-    there and `on_multirun_end` here, so each job appends its summary to a file in the sweep directory
+    there and `on_multirun_end` here, so each job appends its outcome to a file in the sweep directory
     (named by an environment variable the jobs inherit) and the table is read back from it.
     """
 
@@ -135,10 +207,18 @@ class SweepTable(Callback):
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         log = os.environ.get(SWEEP_LOG)
-        if log and job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, Summary):
-            row = {"num": job_return.hydra_cfg.hydra.job.num, "summary": to_jsonable(job_return.return_value)}
-            with open(log, "a", encoding="utf-8") as f:  # one short line per job: appends do not interleave
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if not log:
+            return
+        num = job_return.hydra_cfg.hydra.job.num
+        if job_return.status == JobStatus.COMPLETED and is_outcome(job_return.return_value):
+            row = {"num": num, **to_jsonable(job_return.return_value)}
+        else:  # a failure the job could not turn into an outcome
+            error = job_return._return_value
+            choices = job_return.hydra_cfg.hydra.runtime.choices
+            labels = {key: choices.get(key) for key in ("bench", "method", "model")}
+            row = {"num": num, "labels": labels, "failure": f"{type(error).__name__}: {error}", "code": 1}
+        with open(log, "a", encoding="utf-8") as f:  # one short line per job: appends do not interleave
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         log = Path(os.environ.pop(SWEEP_LOG, "") or "/nonexistent")
@@ -146,11 +226,49 @@ class SweepTable(Callback):
             return
         rows = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["num"])
         log.unlink()
-        if rows:
-            print("\n== sweep ==")
-            print(format_table([row["summary"] for row in rows]))
+        if not rows:
+            return
+        print("\n== sweep ==")
+        from pos_bench.runner.summary import format_table
+
+        summaries = [row["summary"] for row in rows if row.get("summary")]
+        if summaries:
+            print(format_table(summaries))
+        for row in rows:
+            if row.get("failure"):
+                name = "/".join(str(row["labels"].get(k)) for k in ("bench", "method", "model"))
+                print(f"job #{row['num']} {name} failed: {row['failure']}")
+        folders = [row["run_dir"] for row in rows if row.get("run_dir")]
+        if config.get("report") and folders:
+            write_report(folders, Path(config.report))
+        code = max(int(row.get("code") or 0) for row in rows)
+        if code:
+            sys.stdout.flush()
+            raise SystemExit(code)
+
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def bad_choice(arguments: list[str], conf: Path = CONF) -> str | None:
+    """The one-line error for a group choice with no config file (`method=nope`, `+experiment=nope`, or one
+    value of a sweep `method=raw,nope`), naming the options; None when every choice exists. Checked before
+    Hydra starts, so a typo costs milliseconds and exits 2 like every other config problem."""
+    for arg in arguments:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if not sep or "." in key or "/" in key or key.startswith("hydra") or not (conf / key).is_dir():
+            continue
+        options = sorted(p.stem for p in (conf / key).glob("*.yaml"))
+        for choice in value.split(","):
+            if choice and choice != "null" and not (conf / key / f"{choice.strip()}.yaml").is_file():
+                return f"error: {key}={choice}: no such choice; the options are: {', '.join(options)}"
+    return None
 
 
 if __name__ == "__main__":
+    problem = bad_choice(sys.argv[1:])
+    if problem:
+        print(problem, file=sys.stderr)
+        raise SystemExit(2)
     sys.argv = [sys.argv[0], *settable(sys.argv[1:])]
     main()

@@ -85,17 +85,23 @@ def test_changed_settings_get_their_own_run_folder_and_n_jobs_does_not(tmp_path)
     assert len(runs(tmp_path, "toy/expert/scripted")) == 1
     cli(*base, "bench.max_turns=6", "runner.progress=false")
     folders = runs(tmp_path, "toy/expert/scripted")
-    assert len(folders) == 2 and folders[0].name.startswith("max_turns=5-")
+    assert len(folders) == 2 and folders[0].name.startswith("max_turns-5-")
     index = json.loads((tmp_path / "toy/expert/scripted/index.json").read_text())
     assert index[1]["differs_from"][0]["differs_in"] == ["bench.max_turns"]
     for folder in folders:
         assert len((folder / "results.jsonl").read_text().splitlines()) == 1
 
 
-def test_a_bad_choice_names_the_valid_ones(tmp_path):
-    out = cli("bench=toy", "method=no_such_method", f"results_root={tmp_path}", check=False)
-    assert out.returncode != 0
-    assert "no_such_method" in out.stderr and "raw" in out.stderr and "expert" in out.stderr
+@pytest.mark.parametrize(
+    "choice", ["method=no_such_method", "method=raw,no_such_method", "+experiment=no_such_method"]
+)
+def test_a_bad_choice_exits_2_with_one_line_naming_the_valid_ones(tmp_path, choice):
+    args = ["-m"] if "," in choice else []
+    out = cli(*args, "bench=toy", choice, f"results_root={tmp_path}", check=False)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "no_such_method: no such choice" in out.stderr
+    options = "quickstart" if "experiment" in choice else "expert"
+    assert options in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize(
@@ -137,6 +143,7 @@ def test_a_run_where_every_episode_errored_exits_nonzero_and_prints_the_cause(tm
         "method=raw",
         "model=openai",
         "model.base_url=http://127.0.0.1:9/v1",
+        "runner.check_endpoints=false",
         "model.api_key_env=null",
         "retry.max_attempts=1",
         "cache.mode=off",
@@ -163,6 +170,30 @@ def test_multirun_prints_one_row_per_method(tmp_path):
     assert "raw" in sweep and "expert" in sweep
     assert (only_run(tmp_path, "toy/raw/scripted") / "summary.json").exists()
     assert (only_run(tmp_path, "toy/expert/scripted") / "summary.json").exists()
+
+
+def test_a_sweep_lists_a_failed_job_with_its_cause_and_still_writes_the_report(tmp_path):
+    out = cli(
+        "-m",
+        "bench=toy",
+        "bench.limit=2",
+        "method=raw,expert",
+        "model=openai",
+        "model.base_url=http://127.0.0.1:9/v1",
+        "runner.check_endpoints=false",
+        "model.api_key_env=null",
+        "retry.max_attempts=1",
+        "cache.mode=off",
+        f"results_root={tmp_path}",
+        f"report={tmp_path}/sweep.html",
+        "runner.progress=false",
+        check=False,
+    )
+    assert out.returncode == 1, out.stderr
+    sweep = out.stdout.split("== sweep ==")[1]
+    assert "expert" in sweep and "100.0%" in sweep  # the job that ran
+    assert "toy/raw/openai failed: every episode errored (RetryBudgetExhausted" in sweep
+    assert f"report: {tmp_path}/sweep.html" in sweep and (tmp_path / "sweep.html").stat().st_size > 0
 
 
 def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):

@@ -5,7 +5,8 @@ A run folder is what `runner.run` writes: `run.json`, `results.jsonl`, `episodes
 older or newer runner. Fields relied on (all optional except a readable folder):
 
 - `run.json`: `labels.{bench,method,model,label}`, `model.smoke`, `config.bench.{judge,source}`,
-  `config.prices`, and `fingerprint` when the runner records one (else a hash of `config`);
+  `config.prices`, and `identity.fingerprint` (shown by its first 8 characters, as in the run folder's name;
+  else a top-level `fingerprint`, else a hash of `config`);
   any label whose value is `rules` or `judge_rules` (ClinDiag judged by rules); `labels.judge` naming any other
   model than the paper's judge is flagged `judge=<model>`.
 - `results.jsonl` rows: `task_id`, `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from filelock import FileLock, Timeout
 
 from pos_bench import events
 from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
@@ -189,6 +191,7 @@ def run_flags(
     total: int | None,
     finished: bool,
     summary: Mapping[str, Any] | None = None,
+    writing: bool = True,
 ) -> tuple[str, ...]:
     labels = meta.get("labels") or {}
     bench_cfg = (meta.get("config") or {}).get("bench") or {}
@@ -209,8 +212,24 @@ def run_flags(
         flags.append(f"served={len(served)} revisions")  # the endpoint's weights changed during the run
     running = "status" in episodes and (episodes["status"] == "running").any()
     if running or not finished or (total is not None and len(episodes) < total):
-        flags.append("in progress")
+        flags.append("in progress" if writing else "interrupted")
     return tuple(flags)
+
+
+def has_live_writer(folder: Path) -> bool:
+    """Whether a process holds the run folder's writer lock (`runner/results.py` `writer_lock`, taken before
+    `run.json` is written). A lock that cannot be tried (a read-only copy) counts as held, the cautious answer;
+    a folder with `run.json` and no `.lock` was left by a writer that is gone."""
+    lock_path = folder / ".lock"
+    if not lock_path.is_file():
+        return not (folder / "run.json").is_file()
+    lock = FileLock(lock_path, timeout=0)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return True
+    lock.release()
+    return False
 
 
 def load_run(folder: Path, *, with_events: bool = True) -> Run:
@@ -222,7 +241,7 @@ def load_run(folder: Path, *, with_events: bool = True) -> Run:
     summary = read_json(folder / "summary.json")
     config = meta.get("config") or {}
     fingerprint = (
-        meta.get("fingerprint")
+        str((meta.get("identity") or {}).get("fingerprint") or meta.get("fingerprint") or "")[:8]
         or hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
     )
     return Run(
@@ -230,7 +249,9 @@ def load_run(folder: Path, *, with_events: bool = True) -> Run:
         bench=str(labels.get("bench") or parts[0]),
         method=str(labels.get("method") or parts[1]),
         model=str(labels.get("model") or parts[2]),
-        flags=run_flags(meta, episodes, total, finished=bool(summary), summary=summary),
+        flags=run_flags(
+            meta, episodes, total, finished=bool(summary), summary=summary, writing=has_live_writer(folder)
+        ),
         fingerprint=str(fingerprint),
         episodes=episodes,
         total_tasks=total,
@@ -270,7 +291,7 @@ def _left(run: Run, done: int) -> int | None:
     """Episodes still to play: exact when run.json records the task count, 0 for a finished run, else unknown."""
     if run.total_tasks is not None:
         return run.total_tasks - done
-    return None if "in progress" in run.flags else 0
+    return None if {"in progress", "interrupted"} & set(run.flags) else 0
 
 
 def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
@@ -288,7 +309,11 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
                 "fingerprint": run.fingerprint,
                 "done": done,
                 "left": _left(run, done),
-                "running": int((e["status"] == "running").sum()) if "status" in e else 0,
+                "running": (
+                    int((e["status"] == "running").sum())
+                    if "status" in e and "interrupted" not in run.flags
+                    else 0
+                ),
                 "errors": len(errors),
                 "commonest error": (
                     f"{causes.most_common(1)[0][0]} ×{causes.most_common(1)[0][1]}" if causes else "–"

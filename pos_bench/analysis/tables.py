@@ -2,7 +2,7 @@
 
 The paper's numbers come from `paper_results.csv` (Table 1 + Figure 3) and `paper_tokens.csv` (Table 2); ours
 from run folders (`analysis.runs`). Every row of ours carries the run's flags (`smoke`, `rules`, `stand-in`,
-`errors`, `in progress`), so no number is mistaken for a reproduction.
+`errors`, `in progress`, `interrupted`), so no number is mistaken for a reproduction.
 
 Gain over the strongest baseline (per benchmark and backbone): absolute = PoS − best baseline, in points;
 relative = absolute / best baseline × 100, in percent of the baseline's score. The specs do not pin the

@@ -9,7 +9,7 @@ pos_bench version. `n_jobs`, the backend, progress, retries, prices and the cach
 expert run (`expert: true`: the benchmark's planner plays), any model, since none is called.
 
 Under one `<bench>/<method>/<model>/` folder each fingerprint gets its own run folder, named after the settings
-given on the command line plus a short fingerprint (`max_turns=5-3fa29c1d`); `index.json` beside them lists
+given on the command line plus a short fingerprint (`max_turns-5-3fa29c1d`); `index.json` beside them lists
 every run with its settings.
 """
 
@@ -146,7 +146,10 @@ class RunMismatch(RuntimeError):
 
 
 def folder_name(overrides: Iterable[str], short: str) -> str:
-    """A readable run-folder name: the outcome-shaping command-line settings, then the short fingerprint."""
+    """A readable run-folder name: the outcome-shaping command-line settings as `key-value` joined by `+`, then
+    the short fingerprint (`max_turns-5+temperature-0.2-3fa29c1d`). No `=` or `,`, so the printed path can be
+    pasted into any override (`model=replay model.run=<run folder>`). Folders named by older versions
+    (`max_turns=5-…`) stay registered in `index.json` under their fingerprint and are resumed as they are."""
     parts = []
     for item in overrides:
         key, _, value = item.lstrip("+~").partition("=")
@@ -160,8 +163,8 @@ def folder_name(overrides: Iterable[str], short: str) -> str:
             and name in NOT_IDENTITY
         ):
             continue
-        parts.append(f"{name}={value.rstrip('/').split('/')[-1]}")
-    slug = re.sub(r"[^A-Za-z0-9._=,-]+", "_", ",".join(sorted(parts)))[:60].strip("_,") or "default"
+        parts.append(f"{name}-{value.rstrip('/').split('/')[-1]}")
+    slug = re.sub(r"[^A-Za-z0-9._+-]+", "_", "+".join(sorted(parts)))[:60].strip("_+") or "default"
     return f"{slug}-{short}"
 
 

@@ -29,6 +29,7 @@ from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model, SourcedBenchmark
 from pos_bench.redact import env_setting_problems, key_variables
 from pos_bench.runner.context_fit import context_problem
+from pos_bench.runner.endpoints import endpoint_problems
 from pos_bench.runner.episode import no_expert
 from pos_bench.runner.pool import Placement
 from pos_bench.runner.summary import Price
@@ -64,6 +65,9 @@ class RunnerConfig:
     episode_timeout: float = 7200.0
     """Seconds one episode may run (2 h); past it the episode is an `EpisodeTimeout` error row, its worker
     is replaced and the run goes on (thread and process slots)."""
+    check_endpoints: bool = True
+    """Before the first episode, ask every remote endpoint (per role) for its models (`runner/endpoints.py`):
+    unreachable, a model it does not serve or a refused key stops the run with exit 2."""
 
     def __post_init__(self) -> None:
         if self.episode_timeout <= 0:
@@ -246,11 +250,23 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
     problem = problem or (context_problem(cfg, benchmark.brief, first) if first and not expert else None)
     if problem:
         raise ConfigError(problem)
+    if RunnerConfig(**(cfg.get("runner") or {})).check_endpoints and cache_may_call(cfg):
+        problems = list(endpoint_problems(cfg))
+        if problems:
+            raise ConfigError(
+                "an endpoint cannot serve this run; nothing was run (runner.check_endpoints=false skips this "
+                "check):\n  " + "\n  ".join(problems)
+            )
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
     upstream = to_jsonable(benchmark.upstream()) if isinstance(benchmark, SourcedBenchmark) else None
     return Prepared(tasks, description, labels, upstream)
+
+
+def cache_may_call(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run may call a model at all: a `replay` cache answers from its file alone."""
+    return (cfg.get("cache") or {}).get("mode") != "replay"
 
 
 def built_benchmark(cfg: Mapping[str, Any]) -> tuple[Benchmark, list[Task]]:

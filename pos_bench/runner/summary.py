@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from pos_bench.redact import NO_SECRETS, Redactor
 from pos_bench.transcript import find_episode, write_result
 from pos_bench.types import EpisodeResult, Usage, to_jsonable
@@ -176,6 +174,8 @@ def summarize(
     if played and "model" in labels and not any(r.usage for r in results):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
     by_group: dict[str, dict[str, float]] = {}
+    import pandas as pd  # imported here: a config answer must not pay for pandas (tests/test_startup.py)
+
     frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
     for key in [c for c in frame.columns if c != "_success"]:
         by_group[key] = {str(k): float(v) for k, v in frame.groupby(key)["_success"].mean().items()}
@@ -254,4 +254,6 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
             row["cost_per_ep"] = round(method_cost / max(data["episodes"], 1), 4)
         row.update({k: round(v, 3) for k, v in data["extras"].items()})
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows).to_string(index=False) if rows else "(no runs)"

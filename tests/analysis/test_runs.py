@@ -15,7 +15,10 @@ def test_index_lists_every_run_with_status_and_commonest_error(fixture_runs):
     assert (raw["done"], raw["left"], raw["errors"]) == (12, 0, 1)
     assert raw["commonest error"] == "RuntimeError ×1" and "errors" in raw["flags"]
     killed = index.loc["toy/pos/scripted_killed"]
-    assert (killed["done"], killed["running"]) == (6, 6) and pd.isna(killed["left"])
+    assert (killed["done"], killed["running"]) == (6, 0) and pd.isna(killed["left"])
+    assert (
+        "interrupted" in killed["flags"] and "in progress" not in killed["flags"]
+    )  # no process holds its lock
     assert index.loc["toy/pos/scripted", "method tokens"] > index.loc["toy/raw/scripted", "method tokens"]
     assert index.loc["toy/pos/scripted", "fingerprint"] == killed["fingerprint"]  # same config, copied
     assert index.loc["toy/pos/scripted", "fingerprint"] != index.loc["toy/raw/scripted", "fingerprint"]
@@ -27,10 +30,36 @@ def test_recorded_task_count_and_fingerprint_are_used_when_run_json_has_them(fix
     folder = tmp_path / "run"
     shutil.copytree(fixture_runs["toy_partial"], folder)
     meta = json.loads((folder / "run.json").read_text())
-    (folder / "run.json").write_text(json.dumps({**meta, "tasks": 20, "fingerprint": "abc123"}))
+    (folder / "run.json").write_text(json.dumps({**meta, "tasks": 20}))
     run = load_run(folder)
     row = runs_index([run]).iloc[0]
-    assert (row["left"], row["fingerprint"]) == (14, "abc123") and "in progress" in run.flags
+    assert (row["left"], row["fingerprint"]) == (14, meta["identity"]["fingerprint"][:8])
+    assert "interrupted" in run.flags
+    (folder / "run.json").write_text(json.dumps({"tasks": 20, "fingerprint": "abc123"}))  # an older runner's
+    assert runs_index([load_run(folder)]).iloc[0]["fingerprint"] == "abc123"
+
+
+def test_the_run_folders_own_fingerprint_is_shown_as_in_its_name(tmp_path):
+    """A run played by the runner: the index shows the fingerprint its folder name ends with."""
+    from tests.analysis.fixture_runs import toy_run
+
+    folder = toy_run(tmp_path, "raw", 2, skill=0.5)
+    fingerprint = json.loads((folder / "run.json").read_text())["identity"]["fingerprint"]
+    assert len(fingerprint) == 64
+    assert runs_index(load_runs([folder])).iloc[0]["fingerprint"] == fingerprint[:8]
+
+
+def test_an_unfinished_run_is_in_progress_while_its_writer_holds_the_lock(fixture_runs, tmp_path):
+    import shutil
+
+    from pos_bench.runner.results import writer_lock
+
+    folder = tmp_path / "run"
+    shutil.copytree(fixture_runs["toy_partial"], folder)
+    with writer_lock(folder):
+        live = load_run(folder)
+    assert "in progress" in live.flags and runs_index([live]).iloc[0]["running"] == 6
+    assert "interrupted" in load_run(folder).flags
 
 
 def test_a_torn_last_line_and_an_empty_folder_do_not_break_loading(fixture_runs, tmp_path):
@@ -45,7 +74,7 @@ def test_a_torn_last_line_and_an_empty_folder_do_not_break_loading(fixture_runs,
     empty.mkdir()
     (empty / "run.json").write_text("{}")
     run = load_run(empty)
-    assert run.episodes.empty and "in progress" in run.flags
+    assert run.episodes.empty and "interrupted" in run.flags
 
 
 def test_a_clindiag_run_judged_by_another_model_than_the_papers_is_flagged_with_that_judge():

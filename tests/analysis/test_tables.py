@@ -55,7 +55,7 @@ def test_table1_rows_carry_n_wilson_cluster_interval_and_flags(fixture_runs):
     assert row["cluster"] == "task_type" and row["cluster 95%"] == f"[{100 * c.low:.1f}, {100 * c.high:.1f}]"
     assert table.loc[("toy", "raw", "scripted"), "flags"] == "stand-in, errors"
     assert table.loc[("toy", "raw", "scripted"), "errors"] == 1
-    assert "in progress" in table.loc[("toy", "pos", "scripted_killed"), "flags"]
+    assert "interrupted" in table.loc[("toy", "pos", "scripted_killed"), "flags"]
     assert table.loc[("loca_mini", "pos", "scripted"), "cluster"] == "–"  # one family only: no clusters
 
 
@@ -129,7 +129,7 @@ def test_tables_script_prints_every_table_with_labels(fixture_runs, tmp_path):
         "MDE pts (80%)",
         "stand-in",
         "errors",
-        "in progress",
+        "interrupted",
         "pos_no_trapping",
         "RuntimeError ×1",
     ):

@@ -122,3 +122,15 @@ def test_every_golden_transcript_belongs_to_a_configured_method():
     recorded = {p.stem.split("__", 1)[1] for p in FIXTURES.glob("*.txt")}
     assert recorded - set(METHODS) == set()
     assert "raw" in METHODS and "expert" not in METHODS
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_golden_transcripts_do_not_depend_on_the_users_cache_or_home(method, tmp_path, monkeypatch):
+    """Under another `XDG_CACHE_HOME` and `HOME` the synthetic RCA cases are generated elsewhere; the transcript
+    names them by the cache's stable name, so the recorded fixture still matches."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere-home"))
+    fixture = FIXTURES / f"rca_synthetic__{method}.txt"
+    actual = record("rca_synthetic", method)
+    assert str(tmp_path) not in actual
+    assert actual == fixture.read_text(encoding="utf-8")

@@ -16,11 +16,24 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pos_bench.benchmarks.staging import cache_root
+
 VOLATILE = {"time", "seconds"}
 """Event keys that change from run to run."""
 KEEP_CHARS = 1500
 """Characters of a long string kept verbatim; the rest is summarised by its length and digest."""
-PLACES = ((str(Path.home()), "~"), (tempfile.gettempdir(), "$TMP"), (os.getcwd(), "."))
+
+
+def places() -> tuple[tuple[str, str], ...]:
+    """Machine folders and the stable names a transcript shows instead, read when rendering (a test may move
+    them): the pos_bench cache (where synthetic cases are generated; `$XDG_CACHE_HOME` or `~/.cache`) first,
+    since it usually lies under the home folder, then the home, temporary and current folders."""
+    return (
+        (str(cache_root("")), "$CACHE/pos_bench"),
+        (str(Path.home()), "~"),
+        (tempfile.gettempdir(), "$TMP"),
+        (os.getcwd(), "."),
+    )
 
 
 def digest(text: str) -> str:
@@ -44,7 +57,7 @@ def scrub(value: Any, seen: dict[str, str], where: str) -> Any:
     if isinstance(value, list):
         return [scrub(v, seen, where) for v in value]
     if isinstance(value, str):
-        for place, name in PLACES:
+        for place, name in places():
             value = value.replace(place, name)
         if len(value) > KEEP_CHARS:
             value = f"{value[:KEEP_CHARS]}… [{len(value)} chars, sha256 {digest(value)}]"

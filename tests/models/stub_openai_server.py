@@ -115,6 +115,14 @@ class StubServer:
             def do_POST(self) -> None:
                 stub._handle(self)
 
+            def do_GET(self) -> None:  # `GET /v1/models`, the runner's endpoint check before a run
+                if self.path.rstrip("/") == "/v1/models":
+                    stub._send(
+                        self, 200, {"object": "list", "data": [{"id": stub.model_id, "object": "model"}]}
+                    )
+                else:
+                    stub._send(self, 404, stub.error_body(f"no route {self.path}"))
+
             def log_message(self, *args: Any) -> None:
                 return None
 

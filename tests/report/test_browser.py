@@ -66,7 +66,7 @@ def test_dom_lists_every_episode_with_its_labels(page, fixture_runs):
     killed = rows_of(page, "toy/pos/scripted_killed")
     assert sum("running" in r.text for r in killed) == 6 and len(killed) == 12
     headings = " ".join(h.text for h in page.find_elements("css selector", "h3.run"))
-    assert "stand-in" in headings and "errors" in headings and "in progress" in headings
+    assert "stand-in" in headings and "errors" in headings and "interrupted" in headings
 
 
 def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_runs, tmp_path):

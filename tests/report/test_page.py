@@ -69,5 +69,5 @@ def test_command_line_writes_one_file_for_a_finished_and_an_interrupted_run(fixt
         text=True,
     )
     html = out.read_text()
-    assert "in progress" in html and "data:image/png;base64," in html
+    assert "interrupted" in html and "data:image/png;base64," in html
     assert [r["name"] for r in embedded(html)["runs"]] == ["toy/pos/scripted", "toy/pos/scripted_killed"]

@@ -100,7 +100,7 @@ def test_each_fingerprint_gets_its_own_folder_and_the_index_says_how_they_differ
     assert folder_a.name == f"default-{a.short}"
     assert index.folder_for(a, ["bench.max_turns=5"]) == folder_a  # found by fingerprint, not by name
     folder_b = index.folder_for(b, ["++bench.max_turns=9", "++runner.n_jobs=4"])
-    assert folder_b.name == f"max_turns=9-{b.short}"
+    assert folder_b.name == f"max_turns-9-{b.short}"
     entries = json.loads((tmp_path / "index.json").read_text())
     assert [e["fingerprint"] for e in entries] == [a.fingerprint, b.fingerprint]
     assert entries[1]["differs_from"] == [{"folder": folder_a.name, "differs_in": ["bench.max_turns"]}]
@@ -119,4 +119,14 @@ def test_a_folder_of_other_settings_is_refused_with_the_keys_and_the_command(tmp
 
 def test_folder_names_leave_out_operational_and_slice_settings():
     overrides = ["bench=toy", "++runner.n_jobs=2", "++bench.limit=3", "results_root=/x", "+experiment=paper"]
-    assert folder_name(overrides, "abcd1234") == "experiment=paper-abcd1234"
+    assert folder_name(overrides, "abcd1234") == "experiment-paper-abcd1234"
+
+
+def test_a_run_folder_path_pastes_into_an_override():
+    """The printed run folder is a valid unquoted override value (`model=replay model.run=<run folder>`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = ["bench=toy", "++bench.max_turns=3", "++model.temperature=0.5", "++method.window=4"]
+    path = f"results/toy/raw/scripted/{folder_name(overrides, 'abcd1234')}"
+    assert "=" not in path and "," not in path
+    assert OverridesParser.create().parse_override(f"model.run={path}").value() == path

@@ -1,0 +1,94 @@
+"""Endpoints checked before the first episode: one cheap request (list the served models) per distinct
+endpoint and role, with a short timeout, so a dead URL, a wrong model id or a refused key stops the run at
+once (exit 2, one line naming role, URL, model and cause) instead of failing every episode after its retries.
+
+A node is checked when it has a `base_url` (or is an OpenAI / Anthropic client with its public default) and a
+`model`; local, scripted and replay models have neither and are skipped. `runner.check_endpoints=false` turns
+the check off (an endpoint without a models route, or one not up yet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+TIMEOUT = 5.0
+"""Seconds per check; a listing of models answers in milliseconds on a live server."""
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    role: str
+    url: str
+    model: str
+    protocol: str
+    """`openai` or `anthropic`: how to list the models and send the key."""
+    api_key_env: str | None
+
+
+def shown(url: str) -> str:
+    """`url` without credentials (user:password@, query string) for messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def endpoints(cfg: Mapping[str, Any]) -> list[Endpoint]:
+    """One endpoint per distinct (role, URL, model) among the model node and the per-role nodes."""
+    nodes = [("agent", cfg.get("model") or {})] + list((cfg.get("roles") or {}).items())
+    found: dict[tuple[str, str, str], Endpoint] = {}
+    for role, node in nodes:
+        if not isinstance(node, Mapping) or not node.get("model"):
+            continue
+        target = str(node.get("_target_", ""))
+        protocol = "anthropic" if "anthropic" in target else "openai" if "openai" in target else None
+        if protocol is None:
+            continue
+        url = str(node.get("base_url") or DEFAULT_URLS[protocol]).rstrip("/")
+        key = (role, url, str(node["model"]))
+        found.setdefault(key, Endpoint(role, url, str(node["model"]), protocol, node.get("api_key_env")))
+    return list(found.values())
+
+
+def problem(endpoint: Endpoint, timeout: float = TIMEOUT) -> str | None:
+    """Why `endpoint` cannot serve the run, in one line; None when it lists the model (or cannot list any)."""
+    url = endpoint.url + ("/models" if endpoint.url.endswith("/v1") else "/v1/models")
+    headers = {"Accept": "application/json"}
+    key = os.environ.get(endpoint.api_key_env or "") if endpoint.api_key_env else None
+    if key and endpoint.protocol == "anthropic":
+        headers.update({"x-api-key": key, "anthropic-version": "2023-06-01"})
+    elif key:
+        headers["Authorization"] = f"Bearer {key}"
+    where = f"role {endpoint.role}: {shown(endpoint.url)} (model {endpoint.model})"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as reply:
+            body = json.loads(reply.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            return f"{where}: the key was refused (HTTP {error.code}; check ${endpoint.api_key_env})"
+        return None  # a server without a models route (404, 405…) may still serve completions
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        cause = getattr(error, "reason", error)
+        return f"{where}: unreachable ({cause})"
+    except ValueError:
+        return None
+    served = [str(m.get("id")) for m in body.get("data", []) if isinstance(m, Mapping)]
+    if served and endpoint.model not in served:
+        return f"{where}: the server does not serve {endpoint.model}; it serves {', '.join(served[:10])}"
+    return None
+
+
+def endpoint_problems(cfg: Mapping[str, Any], timeout: float = TIMEOUT) -> Iterable[str]:
+    for endpoint in endpoints(cfg):
+        found = problem(endpoint, timeout)
+        if found:
+            yield found
