@@ -28,8 +28,8 @@ class RawHistory(MethodBase):
         sections = [
             example_section(self.brief),
             f"Task: {self.goal}",
+            self.previous_steps(),  # before the observation: it only grows, so the prefix cache keeps it
             f"Current observation:\n{render_observation(obs)}",
-            self.previous_steps(),
         ]
         return policy_prompt(
             self.brief,

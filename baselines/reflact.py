@@ -63,8 +63,8 @@ class ReflAct(RawHistory):
             INSTRUCTION,
             render_examples(self.examples.episodes, uses_2_1_2(obs.actions)),
             f"Task: {self.goal}",
+            self.previous_steps(),  # before the observation: it only grows, so the prefix cache keeps it
             f"Current observation:\n{render_observation(obs)}",
-            self.previous_steps(),
         ]
         schema = decision_model(obs, thought_key="reflection").model_json_schema()
         return policy_prompt(

@@ -18,7 +18,7 @@ from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import capped, repair_request
 from pos_bench.protocols import Env, Method, Model
 from pos_bench.transcript import Transcript
-from pos_bench.types import Brief, Decision, EpisodeResult, Message, Observation, Step, Task
+from pos_bench.types import Brief, Decision, EpisodeResult, Ledger, Message, Observation, Step, Task
 
 Exhausted = Literal["spend_turn", "error"]
 
@@ -59,6 +59,7 @@ def decide(
     *,
     brief: Brief,
     budget: RetryBudget,
+    tally: Tally | None = None,
 ) -> Decision | None:
     """Ask the method for its next decision, with JSON repairs and missing-action retries counted apart.
 
@@ -81,6 +82,8 @@ def decide(
         if not isinstance(parsed, ParseFailure):
             return parsed
         missing_action = parsed.json_readable
+        if tally is not None:
+            tally.parse_failures += 1
         log.write(
             events.ParseFailure(
                 turn=turn,
@@ -122,6 +125,14 @@ class Tally:
     spent: int = 0
     meta_in_turn: int = 0
     context_errors: list[dict[str, Any]] = field(default_factory=list)
+    valid: int = 0
+    """Policy turns whose decision carried an action the environment ran."""
+    parse_failures: int = 0
+    tool_errors: int = 0
+
+    def ledger(self) -> Ledger:
+        """The turns' outcomes the loop sees; the serving failures are counted by the `Recorded` model."""
+        return Ledger(valid=self.valid, parse_failure=self.parse_failures, tool_error=self.tool_errors)
 
 
 def play(
@@ -135,8 +146,10 @@ def play(
     log: Transcript,
     max_meta_per_turn: int = 3,
     budget: RetryBudget = RetryBudget(),
+    tally: Tally | None = None,
 ) -> EpisodeResult:
-    """Play one episode to `done` or the turn budget. Exceptions propagate to the runner.
+    """Play one episode to `done` or the turn budget. Exceptions propagate to the runner, which keeps
+    `tally` (the counts so far) for the errored episode's failure ledger.
 
     Meta-actions (memory operations) do not consume a turn, but more than `max_meta_per_turn` of
     them in one turn spend it, so a method cannot stall the episode. A reply's actions run in order,
@@ -146,11 +159,11 @@ def play(
     obs = env.reset(task)
     log.write(events.Reset(task=task, observation=obs))
     method.start(task, brief, obs)
-    tally = Tally()
+    tally = Tally() if tally is None else tally
     while tally.turn < max_turns and not obs.done:
         last_turn = tally.turn == max_turns - 1
         obs = with_final_note(obs, brief) if last_turn else obs
-        decision = decide(method, model, obs, log, tally.turn, brief=brief, budget=budget)
+        decision = decide(method, model, obs, log, tally.turn, brief=brief, budget=budget, tally=tally)
         is_meta = decision is not None and decision.action is None and decision.meta is not None
         if is_meta and tally.meta_in_turn < max_meta_per_turn:
             memory_operation(method, decision, obs, tally, log)
@@ -160,6 +173,7 @@ def play(
             tally.spent += 1
             log.write(events.TurnSpent(turn=tally.turn))
         else:
+            tally.valid += 1
             obs = act(env, method, decision, obs, tally, log, brief=brief, last_turn=last_turn)
         tally.turn += 1
     return finish(task, env, method, obs, tally, log, started=started)
@@ -204,6 +218,7 @@ def act(
     for index, action in enumerate(actions):
         after = env.step(action)
         tally.steps += 1
+        tally.tool_errors += after.tool_error
         last = after.done or index == len(actions) - 1
         log.write(events.Step(turn=turn, thought=decision.thought, action=action, observation=after))
         try:
@@ -243,6 +258,7 @@ def finish(
         spent_turns=tally.spent,
         report=report,
         context_errors=tuple(tally.context_errors),
+        ledger=tally.ledger(),
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),

@@ -226,10 +226,17 @@ def policy_prompt(
     """Assemble a policy prompt: the benchmark's system prompt, the method's memory sections in order,
     the available actions and the shared closing request (one action, or up to the benchmark's
     `max_actions_per_turn`). A method's own `schema` must be built with the same `max_actions`; `max_tokens`
-    defaults to the benchmark's policy reply budget (`brief.policy_max_tokens`)."""
+    defaults to the benchmark's policy reply budget (`brief.policy_max_tokens`).
+
+    Prefix-stable (issue 24): what does not change within an episode comes first, so a server's prefix cache
+    reuses it from one turn to the next. A tool catalog is fixed for the episode, so it opens the user message
+    (on LOCA it is ~26k characters); a command list changes with every observation, so it stays after the
+    method's sections. Methods order their own sections the same way: the fixed ones (example, task,
+    instructions) first, the ones that grow next, the current observation last."""
     n = brief.max_actions_per_turn
     parts = [s for s in sections if s]
-    parts.append(render_actions(obs, meta_actions))
+    catalog = render_actions(obs, meta_actions)
+    parts = [catalog, *parts] if obs.tools else [*parts, catalog]
     parts.append(closing_request(obs, n))
     return Prompt(
         messages=(Message("system", brief.system), Message("user", "\n\n".join(parts))),

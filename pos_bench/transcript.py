@@ -9,15 +9,17 @@ import re
 import shutil
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pos_bench import events
+from pos_bench.models.retry import Failure, failure_kind
 from pos_bench.prompting import capped
 from pos_bench.protocols import Model
 from pos_bench.redact import NO_SECRETS, Redactor
-from pos_bench.types import Prompt, Reply, Usage, to_jsonable
+from pos_bench.types import Ledger, Prompt, Reply, Usage, to_jsonable
 
 
 def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
@@ -116,6 +118,10 @@ class Transcript:
                 self._file = None
 
 
+POLICY_ROLE = "agent"
+"""The role every method's policy calls carry (SPEC-BASE §2.5: the `agent` bucket)."""
+
+
 class Recorded:
     """Wraps a model: every call becomes a `call` event, and usage is summed per role."""
 
@@ -128,9 +134,20 @@ class Recorded:
         """(role, usage) of every call in order, for per-call measures such as Peak (SPEC-BASE §2.5)."""
         self.served: dict[str, None] = {}
         """The model revisions the servers reported, in first-seen order."""
+        self.failures: Counter[Failure] = Counter()
+        """Failed policy calls by kind (refused, overflow, timeout), for the episode's failure ledger."""
 
     def describe(self) -> Mapping[str, Any]:
         return self.inner.describe()
+
+    @property
+    def answered(self) -> int:
+        """Policy calls the model answered (whatever the answer was worth)."""
+        return sum(role == POLICY_ROLE for role, _ in self.calls)
+
+    def failure_ledger(self) -> Ledger:
+        """The policy calls that failed in the serving stack, by kind."""
+        return Ledger(**{kind: self.failures[kind] for kind in ("refused", "overflow", "timeout")})
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         started = time.perf_counter()
@@ -140,6 +157,9 @@ class Recorded:
             self.transcript.write(
                 events.CallError(role=role, prompt=prompt, error=f"{type(error).__name__}: {error}")
             )
+            kind = failure_kind(error)
+            if role == POLICY_ROLE and kind is not None:
+                self.failures[kind] += 1
             raise
         self.usage[role] = self.usage.get(role, Usage()) + reply.usage
         self.calls.append((role, reply.usage))

@@ -86,6 +86,9 @@ class Observation:
     notes: tuple[str, ...] = ()
     """Notes the loop adds, such as the final-turn directive."""
     info: Mapping[str, Any] = field(default_factory=dict)
+    tool_error: bool = False
+    """The action reached the environment and failed there (a tool raised, a call it could not run): a
+    `tool_error` in the episode's failure ledger."""
 
 
 @dataclass(frozen=True)
@@ -115,14 +118,23 @@ class Prompt:
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
+    """Every prompt token sent, the cached ones included."""
     output_tokens: int = 0
     calls: int = 0
+    cached_input_tokens: int = 0
+    """Input tokens the server served from its prefix cache, as it reports them (OpenAI-compatible
+    `usage.prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); part of `input_tokens`."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (Anthropic `cache_creation_input_tokens`); part of
+    `input_tokens`."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.calls + other.calls,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -203,6 +215,33 @@ class Score:
 
 
 @dataclass(frozen=True)
+class Ledger:
+    """What became of an episode's policy turns (issue 24): a serving problem must never read as a failed
+    method. One count per policy request that ended a way other than a valid action."""
+
+    valid: int = 0
+    """Policy turns that produced an action the environment ran."""
+    parse_failure: int = 0
+    """Replies the parser could not use (each repair or retry attempt counts)."""
+    refused: int = 0
+    """Requests the server refused as such (HTTP 4xx other than 429, a schema it cannot compile)."""
+    overflow: int = 0
+    """Requests refused because the prompt exceeds the model's context."""
+    timeout: int = 0
+    """Policy calls that ran out of time (after their retries)."""
+    tool_error: int = 0
+    """Actions the environment ran and reported as failed (`Observation.tool_error`)."""
+
+    def __add__(self, other: Ledger) -> Ledger:
+        return Ledger(
+            *(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True))
+        )
+
+
+Unplayed = Literal["refused", "overflow"]
+
+
+@dataclass(frozen=True)
 class EpisodeResult:
     """One finished (or failed) episode, as appended to `results.jsonl`."""
 
@@ -236,6 +275,12 @@ class EpisodeResult:
     context_errors: tuple[Mapping[str, Any], ...] = ()
     """Method failures on the terminal transition or in `report()` that kept the env outcome (SPEC-POS §5.5):
     `{step, phase: update | export, error_type, error}`."""
+    ledger: Ledger = Ledger()
+    """The policy turns by outcome: valid action, parse failure, refused, overflow, timeout, tool error."""
+    unplayed: Unplayed | None = None
+    """Set when the model never got to act: the serving stack refused (or overflowed on) the first policy
+    request. Such an episode is kept out of success rates and shown apart (it measures the serving, not the
+    method)."""
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -276,9 +321,8 @@ def result_row(result: EpisodeResult) -> dict[str, Any]:
 
 
 def usage_from_json(data: Mapping[str, Any]) -> Usage:
-    return Usage(
-        int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)), int(data.get("calls", 0))
-    )
+    names = [f.name for f in dataclasses.fields(Usage)]
+    return Usage(*(int(data.get(name, 0)) for name in names))
 
 
 def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:
@@ -288,4 +332,5 @@ def result_from_json(data: Mapping[str, Any]) -> EpisodeResult:
     values["usage"] = {role: usage_from_json(u) for role, u in data.get("usage", {}).items()}
     values["context_errors"] = tuple(data.get("context_errors", ()))
     values["served"] = tuple(data.get("served", ()))
+    values["ledger"] = Ledger(**data.get("ledger", {}))
     return EpisodeResult(**values)

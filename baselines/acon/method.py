@@ -166,9 +166,9 @@ class Acon(MethodBase):
         sections = [
             example_section(self.brief),
             f"Task: {self.goal}",
-            f"Current observation:\n{render_observation(current)}",
             f"Summary of the earlier steps:\n{self.summary}" if self.summaries else "",
             ("Latest steps:\n" if self.summaries else "Previous steps:\n") + recent,
+            f"Current observation:\n{render_observation(current)}",  # last: it changes every turn
         ]
         return policy_prompt(
             self.brief,

@@ -18,8 +18,8 @@ from pos_bench.analysis.runs import Run
 from pos_bench.analysis.stats import wilson
 from pos_bench.analysis.tables import ABLATIONS, POS
 
-SCALE_KEY = "meta.scale"
-"""Task-meta key holding a case's context length (mini-LOCA and LOCA-Bench: 8k … 256k)."""
+LENGTH_KEYS = ("meta.length", "meta.scale")
+"""Task-meta keys holding a case's context length (8k … 256k): LOCA-Bench's `length`, mini-LOCA's `scale`."""
 
 
 def _bars(value: pd.Series, low: pd.Series, high: pd.Series) -> list[pd.Series]:
@@ -117,9 +117,10 @@ def per_length(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         done = run.finished
-        if SCALE_KEY not in done:
+        key = next((k for k in LENGTH_KEYS if k in done), None)
+        if key is None:
             continue
-        for scale, group in done.groupby(SCALE_KEY):
+        for scale, group in done.groupby(key):
             k, n = int(group["success"].sum()), len(group)
             w = wilson(k, n)
             rows.append(
@@ -143,7 +144,9 @@ def per_length(runs: Sequence[Run]) -> pd.DataFrame:
 
 def figure4(lengths: pd.DataFrame, out: Path) -> Path:
     if lengths.empty:
-        raise ValueError("no run records a context length (task meta `scale`): nothing for Figure 4")
+        raise ValueError(
+            "no run records a context length (task meta `length` or `scale`): nothing for Figure 4"
+        )
     order = sorted(lengths["length"].unique(), key=scale_value)
     fig, ax = plt.subplots(figsize=(7, 4))
     series = list(lengths.groupby(["run", "flags"]))

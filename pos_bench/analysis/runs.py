@@ -69,8 +69,11 @@ class Run:
 
     @property
     def finished(self) -> pd.DataFrame:
-        """Episodes with a result (done or error); errors count as failures, as in the summary."""
-        return self.episodes[self.episodes["status"] != "running"]
+        """Episodes with a result (done or error); errors count as failures, as in the summary. Episodes the model
+        never got to act in (`unplayed`: refused, overflow) are left out, as in the summary: they are shown apart."""
+        e = self.episodes
+        played = e["unplayed"].isna() if "unplayed" in e else True
+        return e[(e["status"] != "running") & played]
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -131,6 +134,7 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
         "steps": int(row.get("steps") or 0),
         "turns": int(row.get("turns") or 0),
         "error": row.get("error"),
+        "unplayed": row.get("unplayed"),
         "method_tokens": sum(
             u.input_tokens + u.output_tokens
             for r, u in usage.items()
@@ -299,7 +303,8 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         e = run.episodes
-        errors = e[e["status"] == "error"] if "status" in e else e.iloc[0:0]
+        unplayed = e["unplayed"] if "unplayed" in e else pd.Series(dtype=object)
+        errors = e[(e["status"] == "error") & unplayed.isna()] if "status" in e else e.iloc[0:0]
         causes = Counter(str(msg).split(":", 1)[0] for msg in errors.get("error", []) if msg)
         done = int((e["status"] != "running").sum()) if "status" in e else 0
         rows.append(
@@ -315,6 +320,8 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
                     else 0
                 ),
                 "errors": len(errors),
+                "refused": int((unplayed == "refused").sum()),
+                "overflow": int((unplayed == "overflow").sum()),
                 "commonest error": (
                     f"{causes.most_common(1)[0][0]} ×{causes.most_common(1)[0][1]}" if causes else "–"
                 ),

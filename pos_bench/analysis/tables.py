@@ -36,6 +36,11 @@ def load_paper(path: Path) -> pd.DataFrame:
     return frame
 
 
+def unplayed(run: Run, label: str) -> int:
+    e = run.episodes
+    return int((e["unplayed"] == label).sum()) if "unplayed" in e else 0
+
+
 def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
     """One run's success rate (%) with n, the Wilson interval and, where cases cluster, the cluster bootstrap."""
     done = run.finished
@@ -50,6 +55,9 @@ def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
         "flags": ", ".join(run.flags) or "–",
         "n": n,
         "errors": int((done["status"] == "error").sum()) if n else 0,
+        # episodes the model never got to act in: outside n and the rate, shown apart (a serving problem)
+        "refused": unplayed(run, "refused"),
+        "overflow": unplayed(run, "overflow"),
         "success %": 100.0 * k / n if n else float("nan"),
         "wilson 95%": f"[{100 * w.low:.1f}, {100 * w.high:.1f}]",
         "cluster": key.removeprefix("meta.") if key else "–",

@@ -130,5 +130,12 @@ class AnthropicModel(RemoteModel):
     @staticmethod
     def usage(usage: Any) -> Usage:
         """Prompt-cache reads and writes are input tokens too (the API reports them apart)."""
-        extra = (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
-        return Usage(usage.input_tokens + extra, usage.output_tokens, 1)
+        read = usage.cache_read_input_tokens or 0
+        written = usage.cache_creation_input_tokens or 0
+        return Usage(
+            usage.input_tokens + read + written,
+            usage.output_tokens,
+            1,
+            cached_input_tokens=read,
+            cache_write_tokens=written,
+        )

@@ -332,7 +332,12 @@ class LocalModel:
         usage = result["usage"]
         return Reply(
             text=result["choices"][0]["message"]["content"],
-            usage=Usage(usage["prompt_tokens"], usage["completion_tokens"], 1),
+            usage=Usage(
+                usage["prompt_tokens"],
+                usage["completion_tokens"],
+                1,
+                cached_input_tokens=timings.get("cache_n", 0),
+            ),
         )
 
 

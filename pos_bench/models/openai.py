@@ -118,8 +118,17 @@ def completion_reply(completion: Any) -> Reply:
             f"the completion has no text (finish_reason={choice.get('finish_reason')})"
         )
     usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
+    # the prefix-cache hit the server reports (OpenAI, vLLM, SGLang; absent where the server has none)
+    details = (
+        usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    )
     return Reply(
         text=text,
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 1),
+        usage=Usage(
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            1,
+            cached_input_tokens=int(details.get("cached_tokens") or 0),
+        ),
         served=served_revision(completion.get("model"), completion.get("system_fingerprint")),
     )

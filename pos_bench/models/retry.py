@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import tenacity
 from tenacity import RetryCallState, RetryError
@@ -40,6 +40,38 @@ class RequestRefused(RuntimeError):
 
 class RetryBudgetExhausted(RuntimeError):
     """Every allowed attempt failed; the message names the last failure."""
+
+
+Failure = Literal["refused", "overflow", "timeout"]
+
+OVERFLOW_MARKERS = (
+    "exceed_context_size",  # llama.cpp's error type
+    "context_length_exceeded",  # OpenAI's error code
+    "maximum context length",  # OpenAI's and vLLM's message
+    "context window",
+    "prompt is too long",  # Anthropic's message
+)
+"""Words by which servers say a request is longer than the model's context."""
+
+
+def failure_kind(error: BaseException) -> Failure | None:
+    """How a failed model call failed, for the episode's failure ledger: `overflow` (the prompt exceeds the
+    context), `refused` (the server refused the request: HTTP 4xx other than 429), `timeout`, or None (any
+    other failure). Reads the error and the errors it was raised from."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    status = next((s for e in chain if isinstance(s := getattr(e, "status_code", None), int)), None)
+    if any(isinstance(e, RequestRefused) for e in chain) or (
+        status and 400 <= status < 500 and status != 429
+    ):
+        return "overflow" if any(marker in text for marker in OVERFLOW_MARKERS) else "refused"
+    if any(isinstance(e, TimeoutError) or "timeout" in type(e).__name__.lower() for e in chain):
+        return "timeout"
+    return None
 
 
 @dataclass(frozen=True)

@@ -65,10 +65,12 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
     for row in run.episodes.to_dict("records"):
         path = episode_folder(run.folder, row["task_id"]) / "events.jsonl"
         error = row.get("error")
+        unplayed = row.get("unplayed")
         out.append(
             {
                 "task": row["task_id"],
-                "status": row["status"],
+                # refused / overflow: the model never got to act; not a failure of the method
+                "status": unplayed if isinstance(unplayed, str) else row["status"],
                 "success": bool(row["success"]),
                 "steps": int(row.get("steps") or 0),
                 "error": None

@@ -17,14 +17,14 @@ from typing import Any
 
 from pos_bench import events
 from pos_bench.build import build
-from pos_bench.loop import RetryBudget, play
+from pos_bench.loop import RetryBudget, Tally, play
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
 from pos_bench.transcript import ID_FILE, Recorded, Transcript, episode_dir, remove_inside, write_result
-from pos_bench.types import EpisodeResult, Task, result_from_json, result_row
+from pos_bench.types import EpisodeResult, Ledger, Task, result_from_json, result_row
 
 WATCHER = "pos_bench-parent-watcher"
 
@@ -46,14 +46,27 @@ def exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name=WATCHER, daemon=True).start()
 
 
-def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | None = None) -> EpisodeResult:
+def error_result(
+    task: Task, error: BaseException, usage: Mapping[str, Any] | None = None, ledger: Ledger | None = None
+) -> EpisodeResult:
     return EpisodeResult(
         task_id=task.id,
         status="error",
         error=f"{type(error).__name__}: {error}"[:4000],
         usage=dict(usage or {}),
         task_meta=dict(task.meta),
+        ledger=ledger or Ledger(),
     )
+
+
+def with_ledger(result: EpisodeResult, model: Recorded) -> EpisodeResult:
+    """`result` with the serving failures of its policy calls in its ledger, labelled `refused` (or
+    `overflow`) when the episode ended on one before the model answered any policy request."""
+    ledger = result.ledger + model.failure_ledger()
+    unplayed = None
+    if result.status == "error" and model.answered == 0 and (ledger.overflow or ledger.refused):
+        unplayed = "overflow" if ledger.overflow else "refused"
+    return replace(result, ledger=ledger, unplayed=unplayed)
 
 
 def run_episode(
@@ -74,16 +87,17 @@ def run_episode(
     (folder / ID_FILE).write_text(task.id, encoding="utf-8", errors="surrogatepass")
     log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
     model: Recorded | None = None
+    tally = Tally()
     try:
         benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
         model = Recorded(build_model(cfg, **services), log)
-        result = play_built(cfg, task, benchmark, model, log)
+        result = play_built(cfg, task, benchmark, model, log, tally)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
-        result = error_result(task, error, model.usage if model else None)
+        result = error_result(task, error, model.usage if model else None, tally.ledger())
     if model is not None:
-        result = replace(result, **vars(context_load(model.calls)))
+        result = with_ledger(replace(result, **vars(context_load(model.calls))), model)
     try:
         write_result(folder / "result.json", result, redactor)
     except Exception as error:  # noqa: BLE001 - a result that cannot be written must not lose the episode
@@ -93,7 +107,12 @@ def run_episode(
 
 
 def play_built(
-    cfg: Mapping[str, Any], task: Task, benchmark: Benchmark, model: Recorded, log: Transcript
+    cfg: Mapping[str, Any],
+    task: Task,
+    benchmark: Benchmark,
+    model: Recorded,
+    log: Transcript,
+    tally: Tally | None = None,
 ) -> EpisodeResult:
     """Build the env and a fresh method around `model`, and play `task` to its end."""
     env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
@@ -109,6 +128,7 @@ def play_built(
                 log=log,
                 max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
                 budget=RetryBudget(**(cfg.get("loop") or {})),
+                tally=tally,
             )
     finally:
         env.close()

@@ -1,6 +1,9 @@
 """results.jsonl → summary.json and the printed table; Peak and Dependency of an episode's policy context.
 
-Errored episodes count as failures in the success rate and are reported separately (SPEC-BENCH §1.2).
+Errored episodes count as failures in the success rate and are reported separately (SPEC-BENCH §1.2), except
+the episodes the model never got to act in (`unplayed`: the server refused, or overflowed on, the first policy
+request): they measure the serving stack, not the method, so they are counted apart (`refused`, `overflow`) and
+kept out of every rate; a run with no played episode has no success rate.
 Roles whose name starts with `benchmark_` (ClinDiag's provider and judge) are benchmark costs and are
 kept out of the method's token totals (SPEC-POS §15).
 
@@ -18,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench.redact import NO_SECRETS, Redactor
-from pos_bench.transcript import find_episode, write_result
-from pos_bench.types import EpisodeResult, Usage, to_jsonable
+from pos_bench.transcript import POLICY_ROLE, find_episode, write_result
+from pos_bench.types import EpisodeResult, Ledger, Usage, to_jsonable
 
 BENCHMARK_ROLE_PREFIX = "benchmark_"
-
-POLICY_ROLE = "agent"
-"""The role every method's policy calls carry (SPEC-BASE §2.5: the `agent` bucket)."""
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,19 @@ class Summary:
     changed during it (the configured `model.revision` is what the cache keys on, since a server says
     which revision answered only after it has)."""
     notes: tuple[str, ...] = (EXTRAS_NOTE,)
+    refused: int = 0
+    """Episodes the model never got to act in because the server refused its request (out of the rates)."""
+    overflow: int = 0
+    """Episodes the model never got to act in because the first prompt exceeded its context (out of the rates)."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """The policy turns of every episode by outcome (valid, parse failure, refused, overflow, timeout, tool
+    error)."""
 
 
 def error_causes(results: Sequence[EpisodeResult]) -> tuple[ErrorCause, ...]:
     causes: dict[str, list[str]] = {}
     for r in results:
-        if r.status == "error":
+        if r.status == "error" and r.unplayed is None:
             first = (r.error or "unknown error").strip().splitlines()
             causes.setdefault((first[0] if first else "unknown error")[:300], []).append(r.task_id)
     ranked = sorted(causes.items(), key=lambda item: (-len(item[1]), item[0]))
@@ -132,10 +139,32 @@ class Price:
 
     input_per_mtok: float
     output_per_mtok: float
+    cached_input_per_mtok: float | None = None
+    """Input tokens read from the provider's prompt cache; None prices them as ordinary input."""
+    cache_write_per_mtok: float | None = None
+    """Input tokens written to the provider's prompt cache (Anthropic); None prices them as ordinary input."""
 
     def __post_init__(self) -> None:
-        if self.input_per_mtok < 0 or self.output_per_mtok < 0:
+        rates = (
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cached_input_per_mtok,
+            self.cache_write_per_mtok,
+        )
+        if any(rate is not None and rate < 0 for rate in rates):
             raise ValueError(f"prices must be ≥ 0, got {self}")
+
+    def cost(self, u: Usage) -> float:
+        """What `u` costs: cached reads and cache writes at their own rates where the table gives them."""
+        cached = self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        written = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        plain = u.input_tokens - u.cached_input_tokens - u.cache_write_tokens
+        return (
+            plain * self.input_per_mtok
+            + u.cached_input_tokens * cached
+            + u.cache_write_tokens * written
+            + u.output_tokens * self.output_per_mtok
+        ) / 1e6
 
 
 def role_cost(usage: Mapping[str, Usage], prices: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -145,9 +174,7 @@ def role_cost(usage: Mapping[str, Usage], prices: Mapping[str, Mapping[str, floa
     for role, u in usage.items():
         price = table.get(role, table.get("default"))
         if price is not None:
-            cost[role] = (
-                u.input_tokens * price.input_per_mtok + u.output_tokens * price.output_per_mtok
-            ) / 1e6
+            cost[role] = price.cost(u)
     return cost
 
 
@@ -156,9 +183,10 @@ def summarize(
     labels: Mapping[str, Any],
     prices: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Summary:
-    results = list(results)
+    everything = list(results)
+    results = [r for r in everything if r.unplayed is None]
     usage: dict[str, Usage] = {}
-    for r in results:
+    for r in everything:
         for role, u in r.usage.items():
             usage[role] = usage.get(role, Usage()) + u
     method_tokens = [
@@ -167,11 +195,11 @@ def summarize(
             for role, u in r.usage.items()
             if not role.startswith(BENCHMARK_ROLE_PREFIX)
         )
-        for r in results
+        for r in everything
     ]
     extras = extra_means(results)
     played = any(r.status == "done" for r in results)
-    if played and "model" in labels and not any(r.usage for r in results):
+    if played and "model" in labels and not any(r.usage for r in everything):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
     by_group: dict[str, dict[str, float]] = {}
     import pandas as pd  # imported here: a config answer must not pay for pandas (tests/test_startup.py)
@@ -180,9 +208,12 @@ def summarize(
     for key in [c for c in frame.columns if c != "_success"]:
         by_group[key] = {str(k): float(v) for k, v in frame.groupby(key)["_success"].mean().items()}
     successes = sum(r.success for r in results)
+    ledger = Ledger()
+    for r in everything:
+        ledger = ledger + r.ledger
     return Summary(
         labels=dict(labels),
-        episodes=len(results),
+        episodes=len(everything),
         errors=sum(r.status == "error" for r in results),
         successes=successes,
         success_rate=successes / len(results) if results else 0.0,
@@ -196,8 +227,11 @@ def summarize(
         cost=role_cost(usage, prices or {}),
         mean_peak_input_tokens=_mean([r.peak_input_tokens for r in results]),
         mean_dependency_m=_mean([r.dependency_m for r in results]),
-        error_causes=error_causes(results),
-        served=tuple(sorted({s for r in results for s in r.served})),
+        error_causes=error_causes(everything),
+        served=tuple(sorted({s for r in everything for s in r.served})),
+        refused=sum(r.unplayed == "refused" for r in everything),
+        overflow=sum(r.unplayed == "overflow" for r in everything),
+        ledger=ledger,
     )
 
 
@@ -219,9 +253,15 @@ def format_notes(summary: Summary) -> str:
 
 def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:
     """The errors' most common causes, with one example transcript; empty when nothing errored."""
+    lines = []
+    if summary.refused or summary.overflow:
+        lines.append(
+            f"{summary.refused} episodes refused and {summary.overflow} overflowed: the model never got to act "
+            "(a serving problem, kept out of the success rate)"
+        )
     if not summary.errors:
-        return ""
-    lines = [f"{summary.errors} of {summary.episodes} episodes errored; most common causes:"]
+        return "\n".join(lines)
+    lines.append(f"{summary.errors} of {summary.episodes} episodes errored; most common causes:")
     for cause in summary.error_causes[:top]:
         lines.append(f"  {cause.count}x {cause.cause}")
     first = summary.error_causes[0]
@@ -239,16 +279,22 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
     for s in summaries:
         data = to_jsonable(s)
         row = {**data["labels"]}
+        unplayed = data.get("refused", 0) + data.get("overflow", 0)
+        played = data["episodes"] - unplayed
         row.update(
-            success=f"{100 * data['success_rate']:.1f}%",
+            success=f"{100 * data['success_rate']:.1f}%" if played else "n/a",
             episodes=data["episodes"],
             errors=data["errors"],
+            refused=data.get("refused", 0),
+            overflow=data.get("overflow", 0),
             steps=round(data["mean_steps"], 1),
             turns=round(data["mean_turns"], 1),
             tokens_per_ep=round(data["method_tokens_per_episode"]),
             peak=round(data.get("mean_peak_input_tokens", 0.0)),
             dependency_m=round(data.get("mean_dependency_m", 0.0), 3),
         )
+        ledger = data.get("ledger") or {}
+        row.update(parse_fail=ledger.get("parse_failure", 0), tool_err=ledger.get("tool_error", 0))
         if data.get("cost"):
             method_cost = sum(v for k, v in data["cost"].items() if not k.startswith(BENCHMARK_ROLE_PREFIX))
             row["cost_per_ep"] = round(method_cost / max(data["episodes"], 1), 4)

@@ -3,8 +3,9 @@
 Stdlib only (`http.server` on 127.0.0.1, port 0, in a thread). Each request may be answered after a fixed
 `delay`, and faults are injected from a queue: `"429"` (with `Retry-After`), `"500"`, `"hang"` (sleep past
 the client's timeout), `"malformed"` (a 200 whose body is not JSON), `"drip"` (a normal answer whose body
-leaves one byte per `drip_interval` after prompt headers) and `"drip_headers"` (the status line and headers
-too, byte by byte): each read of the client returns in time, only a deadline on the whole call stops them. The stub records what it received and the
+leaves one byte per `drip_interval` after prompt headers), `"drip_headers"` (the status line and headers
+too, byte by byte), `"400"` (a request refused as such) and `"overflow"` (the 400 an OpenAI-compatible server
+sends for a prompt longer than the context): each read of the client returns in time, only a deadline on the whole call stops them. The stub records what it received and the
 highest number of requests it had in flight at once.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import time
@@ -171,6 +173,16 @@ class StubServer:
                 )
             elif fault == "500":
                 self._send(handler, 500, self.error_body("internal error"))
+            elif fault == "400":
+                self._send(handler, 400, self.error_body("unsupported parameter: tools"))
+            elif fault == "overflow":
+                overflow = {
+                    "message": "This model's maximum context length is 8192 tokens. However, your messages "
+                    "resulted in 9300 tokens. Please reduce the length of the messages.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+                self._send(handler, 400, {"error": overflow})
             elif fault == "malformed":
                 self._send_raw(handler, 200, b'{"id": "x", "choices": [ {"trunc')
             elif fault in ("drip", "drip_headers"):
@@ -223,13 +235,24 @@ class StubServer:
 
 
 class StubOpenAI(StubServer):
-    """`POST /v1/chat/completions` with usage counted as characters / 4."""
+    """`POST /v1/chat/completions` with usage counted as characters / 4. With `report_cached`, the usage also
+    says how many prompt tokens a prefix cache would have served: the characters this request's messages share,
+    from the start, with the previous request's, / 4 (as `prompt_tokens_details.cached_tokens`)."""
+
+    report_cached: bool = False
 
     def respond(self, path: str, body: Mapping[str, Any]) -> tuple[int, Any]:
         if path != "/v1/chat/completions":
             return 404, self.error_body(f"no route {path}")
         text = self.answer(body)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        usage = {
+            "prompt_tokens": prompt_chars // 4 + 1,
+            "completion_tokens": len(text) // 4 + 1,
+            "total_tokens": prompt_chars // 4 + len(text) // 4 + 2,
+        }
+        if self.report_cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.shared_prefix(body) // 4}
         return 200, {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -239,9 +262,13 @@ class StubOpenAI(StubServer):
             "choices": [
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
             ],
-            "usage": {
-                "prompt_tokens": prompt_chars // 4 + 1,
-                "completion_tokens": len(text) // 4 + 1,
-                "total_tokens": prompt_chars // 4 + len(text) // 4 + 2,
-            },
+            "usage": usage,
         }
+
+    def shared_prefix(self, body: Mapping[str, Any]) -> int:
+        """Characters of this request's message contents that the previous request's also began with."""
+        with self._lock:
+            earlier = self.requests[-2] if len(self.requests) > 1 else {}
+        now = "".join(str(m.get("content", "")) for m in body.get("messages", []))
+        before = "".join(str(m.get("content", "")) for m in earlier.get("messages", []))
+        return len(os.path.commonprefix([now, before]))

@@ -61,6 +61,8 @@ def test_usage_counts_prompt_cache_reads_as_input(stub):
     plain = len("You act in a house.") + len("Choose.\n- look\n- open fridge 1")
     assert reply.usage.input_tokens == plain // 4 + 1 + StubAnthropic.cache_read_tokens
     assert reply.usage.calls == 1
+    # kept apart, for the cached price
+    assert reply.usage.cached_input_tokens == StubAnthropic.cache_read_tokens
 
 
 def test_schema_becomes_one_forced_tool(stub):

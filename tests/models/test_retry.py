@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from pos_bench.models.retry import (
+    RequestRefused,
     RetryBudgetExhausted,
     Retrying,
     RetryPolicy,
     TransientError,
+    failure_kind,
     parse_retry_after,
 )
 from pos_bench.types import Message, Prompt, Reply
@@ -106,3 +108,34 @@ def test_policy_rejects_bad_values():
         RetryPolicy(max_attempts=0)
     with pytest.raises(ValueError, match="initial_wait"):
         RetryPolicy(initial_wait=-1)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (
+            RequestRefused("llama.cpp failed the 'agent' request (exceed_context_size_error): too long"),
+            "overflow",
+        ),
+        (RequestRefused("openai HTTP 400: This model's maximum context length is 8192 tokens"), "overflow"),
+        (
+            RequestRefused("anthropic HTTP 400: prompt is too long: 210000 tokens > 200000 maximum"),
+            "overflow",
+        ),
+        (RequestRefused("openai HTTP 400: unsupported parameter: tools"), "refused"),
+        (RetryBudgetExhausted("model call (agent) failed 3 times; last error: Request timed out."), None),
+        (TransientError("openai HTTP 500: internal error"), None),
+    ],
+)
+def test_failure_kind_tells_an_overflow_from_a_refusal(error, kind):
+    assert failure_kind(error) == kind
+
+
+def test_failure_kind_reads_the_chain_of_a_spent_retry_budget():
+    try:
+        try:
+            raise TimeoutError("the deadline passed")
+        except TimeoutError as cause:
+            raise RetryBudgetExhausted("model call (agent) failed 3 times") from cause
+    except RetryBudgetExhausted as error:
+        assert failure_kind(error) == "timeout"

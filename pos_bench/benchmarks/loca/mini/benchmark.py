@@ -75,6 +75,10 @@ def task_id(family: str, seed: int, scale: str) -> str:
     return f"{scale}/{family}/seed_{seed}"
 
 
+FAILED = frozenset({"invalid", "unknown_tool", "error"})
+"""Step statuses that count as a tool error in the failure ledger."""
+
+
 class LocaEnv:
     """One mini-LOCA episode at a time; the workspace lives in a temporary folder removed on close/reset."""
 
@@ -125,7 +129,14 @@ class LocaEnv:
             "tool_uses": self._uses,
             "workspace": VIRTUAL_ROOT,
         }
-        return Observation(text=text, tools=self._schemas, done=self.done, goal=self._goal, info=info)
+        return Observation(
+            text=text,
+            tools=self._schemas,
+            done=self.done,
+            goal=self._goal,
+            info=info,
+            tool_error=status in FAILED,
+        )
 
     def step(self, action: Action) -> Observation:
         if not isinstance(action, ToolCall) or not isinstance(action.arguments, Mapping):

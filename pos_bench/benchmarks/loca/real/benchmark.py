@@ -70,6 +70,11 @@ Keep = Literal["failed", "all", "none"]
 Servers = Literal["episode", "per_call"]
 
 
+FAILED = frozenset({"invalid"})
+"""Step statuses that count as a tool error in the failure ledger (upstream reports a failing tool in its
+result text only, which is not classified here)."""
+
+
 class LocaEnv:
     """One real LOCA episode at a time in its own task folder `<work_dir>/<length>/<family>/seed_<seed>`."""
 
@@ -195,7 +200,14 @@ class LocaEnv:
 
     def _observe(self, text: str, status: str, tool: str = "") -> Observation:
         info = {**self._info, "tool": tool, "status": status, "tool_uses": self._uses}
-        return Observation(text=text, tools=self._schemas, done=self.done, goal=self._goal, info=info)
+        return Observation(
+            text=text,
+            tools=self._schemas,
+            done=self.done,
+            goal=self._goal,
+            info=info,
+            tool_error=status in FAILED,
+        )
 
     def step(self, action: Action) -> Observation:
         if self.done:

@@ -287,6 +287,9 @@ def test_errors_are_observations_that_consume_the_call():
     assert all(o.info["status"] == "error" for o in (extra, missing, typed, bad_value, no_id))
     malformed = env.step("open the inbox")
     assert malformed.info["status"] == "invalid" and malformed.info["tool_uses"] == 6
+    failed = (unknown, extra, missing, typed, bad_value, no_id, malformed)
+    assert all(o.tool_error for o in failed)  # each counts as a tool error in the failure ledger
+    assert not env.step(ToolCall("email_list_messages", {})).tool_error
     assert env.score().value == 0.0 and not env.score().extras["claimed_done"]
     env.close()
 
@@ -432,3 +435,37 @@ def test_a_scripted_model_plays_through_runner_loop_and_raw_history(tmp_path):
     )
     second_prompt = [e for e in events if e["kind"] == "call"][1]["prompt"]["messages"][1]["content"]
     assert "inventory_list_warehouses" in second_prompt.split("Previous steps:")[1]
+
+
+class Fixed(MethodBase):
+    """Plays a fixed list of actions."""
+
+    def __init__(self, actions):
+        self.actions = list(actions)
+
+    def start(self, task, brief, first):
+        pass
+
+    def prompt(self, obs):
+        return Decision(thought="fixed", action=self.actions.pop(0))
+
+    def update(self, step):
+        return None
+
+
+def test_the_failure_ledger_counts_tool_errors_and_valid_turns():
+    actions = [ToolCall("email_delete_everything", {}), ToolCall("email_list_messages", {}), "read mail"]
+    env = LocaEnv()
+    try:
+        result = play(
+            task("mail_calendar"),
+            env,
+            Fixed(actions),
+            None,
+            brief=LocaBenchmark().brief,
+            max_turns=3,
+            log=Transcript(),
+        )
+    finally:
+        env.close()
+    assert result.ledger.valid == 3 and result.ledger.tool_error == 2 and result.ledger.parse_failure == 0

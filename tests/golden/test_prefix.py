@@ -1,0 +1,90 @@
+"""Prefix-stable prompts (issue 24): for every method, on the toy household (a command list) and on
+`rca_synthetic` (a tool catalog), each policy prompt begins with the previous one's stable part, so a server's
+prefix cache reuses it.
+
+The stable part of a policy prompt, precisely: the system message, and the leading part of the user message
+that holds the tool catalog (on a tool benchmark: the user message opens with it), the benchmark's format example
+and the `Task: …` line, wherever a method shows them. Turn t's prompt must have the same system message as turn
+t−1's, and its user message must share with turn t−1's a common beginning that covers all of that stable part.
+Repair requests (a prompt extended with the failed reply) are not policy turns and are left out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pos_bench.loop import play
+from pos_bench.models.scripted import ScriptedModel
+from pos_bench.transcript import Recorded, Transcript
+from pos_bench.types import Prompt
+from tests.conftest import REPO
+from tests.golden.test_golden import BENCHES, METHODS, OVERRIDES, TURNS, scripted_reply
+
+
+def policy_prompts(bench: str, method: str) -> tuple[list[Prompt], str]:
+    """The policy prompts of one short episode (scripted replies) and the benchmark's format example."""
+    overrides = [f"bench={bench}", f"method={method}", "model=scripted", f"bench.max_turns={TURNS}"]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=overrides + BENCHES[bench] + OVERRIDES.get(method, []))
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    benchmark = instantiate(plain["bench"], _convert_="all")
+    task = benchmark.tasks()[0]
+    scripted = ScriptedModel(default=scripted_reply)
+    model = Recorded(scripted, Transcript())
+    env = benchmark.make_env(model)
+    try:
+        with instantiate(plain["method"], _convert_="all")(model=model) as built:
+            if built.unsupported(env.reset(task)):
+                pytest.skip(f"{method} does not run on {bench}")
+            play(
+                task,
+                env,
+                built,
+                model,
+                brief=benchmark.brief,
+                max_turns=benchmark.max_turns,
+                log=Transcript(),
+            )
+    finally:
+        env.close()
+    prompts = [p for role, p in scripted.prompts if role == "agent" and len(p.messages) == 2]
+    return prompts, benchmark.brief.example
+
+
+def stable_end(user: str, example: str) -> int:
+    """Where the stable part of a policy user message ends (see the module docstring)."""
+    ends = [0]
+    if user.startswith("Available tools:"):
+        ends.append(len(user.split("\n\n", 1)[0]))
+    if example and example in user:
+        ends.append(user.index(example) + len(example))
+    start = user.find("Task: ")
+    if start >= 0:
+        line_end = user.find("\n", start)
+        ends.append(len(user) if line_end < 0 else line_end)
+    return max(ends)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bench", sorted(BENCHES))
+def test_each_policy_prompt_extends_the_stable_part_of_the_previous_one(bench, method):
+    prompts, example = policy_prompts(bench, method)
+    assert len(prompts) >= 2, f"{method} on {bench} made fewer than two policy calls"
+    if bench == "rca_synthetic":
+        assert all(p.messages[1].content.startswith("Available tools:") for p in prompts)
+    for turn, (before, now) in enumerate(itertools.pairwise(prompts), start=1):
+        assert now.messages[0] == before.messages[0], f"turn {turn}: the system message changed"
+        old, new = before.messages[1].content, now.messages[1].content
+        shared = len(os.path.commonprefix([old, new]))
+        end = stable_end(old, example)
+        assert end > 0
+        assert shared >= end, (
+            f"turn {turn}: the user message changes at character {shared}, inside the stable part (0–{end}): "
+            f"…{old[max(0, shared - 80) : shared + 40]!r}"
+        )
