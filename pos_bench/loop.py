@@ -18,7 +18,7 @@ from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import repair_request
 from pos_bench.protocols import Env, Method, Model
 from pos_bench.transcript import Transcript
-from pos_bench.types import Brief, Decision, EpisodeResult, Message, Observation, Step, Task
+from pos_bench.types import Brief, Decision, EpisodeResult, Message, Observation, Step, Task, to_jsonable
 
 Exhausted = Literal["spend_turn", "error"]
 
@@ -143,7 +143,10 @@ def play(
     """
     started = time.perf_counter()
     obs = env.reset(task)
-    log.write(events.Reset(task=task, observation=obs))
+    shown = to_jsonable(task)
+    if not task.trial:
+        del shown["trial"]  # trial 0 (every one-trial run) keeps the transcript it always wrote
+    log.write(events.Reset(task=shown, observation=obs))
     method.start(task, brief, obs)
     tally = Tally()
     while tally.turn < max_turns and not obs.done:
@@ -245,6 +248,7 @@ def finish(
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),
+        trial=task.trial,
     )
     log.write(events.Score(score=score))
     return result

@@ -20,9 +20,12 @@ def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
     return redactor.json_text(to_jsonable(data), default=str, **options)
 
 
-def episode_dir(run_dir: Path, task_id: str) -> Path:
-    """The folder of one episode's files inside a run folder."""
-    return run_dir / "episodes" / re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+def episode_dir(run_dir: Path, task_id: str, trial: int = 0) -> Path:
+    """The folder of one episode's files inside a run folder: trial 0 in the task's folder (as before trials
+    existed), trial t > 0 beside it in `<task folder>@t<t>` ('@' never survives the task-id encoding, so no task
+    id can collide with a trial folder)."""
+    folder = re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
+    return run_dir / "episodes" / (f"{folder}@t{trial}" if trial else folder)
 
 
 class Transcript:

@@ -39,6 +39,8 @@ class Task:
     source: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Benchmark facts about the task that the summary may group by (e.g. task type, subset)."""
+    trial: int = 0
+    """Which repetition of the task this episode is (`runner.trials`); 0 is the first, the only one by default."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,9 @@ class Prompt:
     max_json_retries: int = 1
     """JSON repair requests the loop may send when a policy reply holds no JSON object (the missing-action
     retry is counted apart, by the loop's `RetryBudget`)."""
+    trial: int = 0
+    """The episode's trial (`Task.trial`): part of the cache key from trial 1 on, and the seed of providers that
+    take one, so the trials of a task are independent calls."""
 
     def extended(self, *messages: Message) -> Prompt:
         return dataclasses.replace(self, messages=self.messages + tuple(messages))
@@ -216,6 +221,8 @@ class EpisodeResult:
     context_errors: tuple[Mapping[str, Any], ...] = ()
     """Method failures on the terminal transition or in `report()` that kept the env outcome (SPEC-POS §5.5):
     `{step, phase: update | export, error_type, error}`."""
+    trial: int = 0
+    """The repetition of `task_id` this row records; a row is keyed by (task_id, trial)."""
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -252,6 +259,8 @@ def result_row(result: EpisodeResult) -> dict[str, Any]:
     row = {k: v for k, v in to_jsonable(result).items() if k not in ROW_OMITS}
     if not row["served"]:
         del row["served"]  # models that report no revision (scripted, embedded) leave rows as they were
+    if not row["trial"]:
+        del row["trial"]  # a one-trial run (and trial 0 of any run) writes the rows it always wrote
     return row
 
 

@@ -54,6 +54,7 @@ def error_result(task: Task, error: BaseException, usage: Mapping[str, Any] | No
         error=f"{type(error).__name__}: {error}"[:4000],
         usage=dict(usage or {}),
         task_meta=dict(task.meta),
+        trial=task.trial,
     )
 
 
@@ -69,14 +70,14 @@ def run_episode(
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
-    folder = episode_dir(run_dir, task.id)
+    folder = episode_dir(run_dir, task.id, task.trial)
     shutil.rmtree(folder, ignore_errors=True)  # leftovers of an episode killed mid-way
     log = Transcript(folder / "events.jsonl", keep=False, redactor=redactor)
     model: Recorded | None = None
     try:
         benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
-        model = Recorded(build_model(cfg, **services), log)
+        model = Recorded(build_model(cfg, **services, trial=task.trial), log)
         result = play_built(cfg, task, benchmark, model, log)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))

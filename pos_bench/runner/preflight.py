@@ -59,8 +59,13 @@ class RunnerConfig:
     max_meta_per_turn: int = 3
     """Meta-actions (glimpse, retrieve…) allowed in one turn before the turn counts as spent."""
     progress: bool = True
+    trials: int = 1
+    """K: each task is played K times in one run, one row per (task, trial). Not part of the fingerprint, so
+    raising it continues a run (only the new trials are played)."""
 
     def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"runner.trials must be ≥ 1 (plays per task), got {self.trials}")
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
         self.placement()
