@@ -18,7 +18,17 @@ from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import capped, repair_request
 from pos_bench.protocols import Env, Method, Model
 from pos_bench.transcript import Transcript
-from pos_bench.types import Brief, Decision, EpisodeResult, Ledger, Message, Observation, Step, Task
+from pos_bench.types import (
+    Brief,
+    Decision,
+    EpisodeResult,
+    Ledger,
+    Message,
+    Observation,
+    Step,
+    Task,
+    to_jsonable,
+)
 
 Exhausted = Literal["spend_turn", "error"]
 
@@ -157,7 +167,10 @@ def play(
     """
     started = time.perf_counter()
     obs = env.reset(task)
-    log.write(events.Reset(task=task, observation=obs))
+    shown = to_jsonable(task)
+    if not task.trial:
+        del shown["trial"]  # trial 0 (every one-trial run) keeps the transcript it always wrote
+    log.write(events.Reset(task=shown, observation=obs))
     method.start(task, brief, obs)
     tally = Tally() if tally is None else tally
     while tally.turn < max_turns and not obs.done:
@@ -262,6 +275,7 @@ def finish(
         final_observation=obs.text,
         task_meta=dict(task.meta),
         seconds=round(time.perf_counter() - started, 3),
+        trial=task.trial,
     )
     log.write(events.Score(score=score))
     return result

@@ -50,17 +50,21 @@ def legacy_folder_name(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", task_id)
 
 
-def episode_dir(run_dir: Path, task_id: str) -> Path:
-    """The folder a new episode of `task_id` writes its files in, inside a run folder."""
-    return run_dir / "episodes" / folder_name(task_id)
+def episode_dir(run_dir: Path, task_id: str, trial: int = 0) -> Path:
+    """The folder a new episode of `task_id` writes its files in, inside a run folder: trial 0 in the task's
+    folder (as before trials existed), trial t > 0 beside it in `<task folder>@t<t>` ('@' never appears in a
+    `folder_name`, so no task id can collide with a trial folder)."""
+    name = folder_name(task_id)
+    return run_dir / "episodes" / (f"{name}@t{trial}" if trial else name)
 
 
-def find_episode(run_dir: Path, task_id: str) -> Path:
+def find_episode(run_dir: Path, task_id: str, trial: int = 0) -> Path:
     """The folder holding `task_id`'s files, for readers (report, rescoring, analysis, export): the safe name,
     else the legacy name of a run written before it when that folder exists, is a folder of its own inside
-    `episodes/` (never `.`/`..`) and its `result.json`, if any, is of this id."""
-    safe = episode_dir(run_dir, task_id)
-    if safe.exists():
+    `episodes/` (never `.`/`..`) and its `result.json`, if any, is of this id. Later trials exist only under
+    safe names."""
+    safe = episode_dir(run_dir, task_id, trial)
+    if safe.exists() or trial:
         return safe
     name = legacy_folder_name(task_id)
     legacy = run_dir / "episodes" / name

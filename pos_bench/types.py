@@ -39,6 +39,8 @@ class Task:
     source: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Benchmark facts about the task that the summary may group by (e.g. task type, subset)."""
+    trial: int = 0
+    """Which repetition of the task this episode is (`runner.trials`); 0 is the first, the only one by default."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class Prompt:
     max_json_retries: int = 1
     """JSON repair requests the loop may send when a policy reply holds no JSON object (the missing-action
     retry is counted apart, by the loop's `RetryBudget`)."""
+    trial: int = 0
+    """The episode's trial (`Task.trial`): part of the cache key from trial 1 on, and the seed of providers that
+    take one, so the trials of a task are independent calls."""
 
     def extended(self, *messages: Message) -> Prompt:
         return dataclasses.replace(self, messages=self.messages + tuple(messages))
@@ -281,6 +286,8 @@ class EpisodeResult:
     """Set when the model never got to act: the serving stack refused (or overflowed on) the first policy
     request. Such an episode is kept out of success rates and shown apart (it measures the serving, not the
     method)."""
+    trial: int = 0
+    """The repetition of `task_id` this row records; a row is keyed by (task_id, trial)."""
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -317,6 +324,8 @@ def result_row(result: EpisodeResult) -> dict[str, Any]:
     row = {k: v for k, v in to_jsonable(result).items() if k not in ROW_OMITS}
     if not row["served"]:
         del row["served"]  # models that report no revision (scripted, embedded) leave rows as they were
+    if not row["trial"]:
+        del row["trial"]  # a one-trial run (and trial 0 of any run) writes the rows it always wrote
     return row
 
 

@@ -23,8 +23,11 @@ def main() -> None:
     parser.add_argument("--spec", type=Path, default=REPO.parent / "shared" / "spec")
     parser.add_argument("--backbone", action="append", default=[], help="model=Paper backbone")
     parser.add_argument("--csv-dir", type=Path, help="also write every table as CSV here")
+    parser.add_argument("--trials", type=int, help="read only the first K trials of each task (default: all)")
     args = parser.parse_args()
-    tables = collect(args.runs, args.spec, dict(item.split("=", 1) for item in args.backbone))
+    tables = collect(
+        args.runs, args.spec, dict(item.split("=", 1) for item in args.backbone), trials=args.trials
+    )
     print(text(tables))
     if args.csv_dir:
         args.csv_dir.mkdir(parents=True, exist_ok=True)

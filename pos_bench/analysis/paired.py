@@ -3,25 +3,31 @@
 Runs are paired when they share benchmark and model. Per pair: tasks in common, the difference in success
 rate (points) with a paired-bootstrap 95% interval, the discordant counts, the exact McNemar p, the Holm-adjusted
 p across the whole table, and the minimum detectable effect at 80% power for that n and the reference's rate.
+With repeated trials a task's outcome is its share of successful trials (the interval resamples tasks, so
+trials stay clustered), and the verdict is a gain only past the noise floor of both runs and Holm p < 0.05
+(`analysis.trials`); the rest read "within noise".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from pos_bench.analysis.runs import Run
 from pos_bench.analysis.stats import holm, minimum_detectable_effect, paired
 from pos_bench.analysis.tables import BASELINES
+from pos_bench.analysis.trials import summarize_trials, verdict
 
 RAW = "raw"
 
 
 def outcomes(run: Run) -> pd.Series:
-    """Success per task id over finished episodes (errors are failures)."""
+    """Success per task id over finished episodes (errors are failures): the share of its trials that succeeded
+    (0 or 1 with one trial)."""
     done = run.finished
-    return pd.Series(done["success"].astype(bool).values, index=done["task_id"].values)
+    return done["success"].astype(float).groupby(done["task_id"].values).mean()
 
 
 def strongest_baseline(group: Sequence[Run]) -> Run | None:
@@ -31,6 +37,7 @@ def strongest_baseline(group: Sequence[Run]) -> Run | None:
 
 def comparisons(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
+    floors = {id(run): summarize_trials(run).noise_floor for run in runs}
     groups: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         groups.setdefault((run.bench, run.model), []).append(run)
@@ -65,9 +72,14 @@ def comparisons(runs: Sequence[Run]) -> pd.DataFrame:
                         * minimum_detectable_effect(
                             result.n, float(b[common].mean()) if len(common) else 0.0
                         ),
+                        "noise floor pts": 100 * float(np.fmax(floors[id(run)], floors[id(reference)])),
                     }
                 )
     table = pd.DataFrame(rows)
     if not table.empty:
         table["Holm p"] = holm(table["McNemar p"].tolist())
+        table["verdict"] = [
+            verdict(d / 100, p, floor / 100)
+            for d, p, floor in zip(table["diff pts"], table["Holm p"], table["noise floor pts"])
+        ]
     return table

@@ -9,7 +9,7 @@ older or newer runner. Fields relied on (all optional except a readable folder):
   else a top-level `fingerprint`, else a hash of `config`);
   any label whose value is `rules` or `judge_rules` (ClinDiag judged by rules); `labels.judge` naming any other
   model than the paper's judge is flagged `judge=<model>`.
-- `results.jsonl` rows: `task_id`, `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
+- `results.jsonl` rows: `task_id`, `trial` (absent: 0), `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
   `error`, optional `report`, and `peak_input_tokens` / `dependency_m` (recomputed from `events.jsonl` when absent).
 - `episodes/<task>/result.json` (the full row, method report included) and `events.jsonl` (call events with
   per-call usage). A folder without `result.json` is an episode still running or killed mid-way.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -99,14 +100,20 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def episode_folder(run_dir: Path, task_id: str) -> Path:
-    """The folder of `task_id`'s files: the runner's rule, legacy names of older runs included."""
-    return find_episode(run_dir, task_id)
+def episode_folder(run_dir: Path, task_id: str, trial: int = 0) -> Path:
+    """The folder of one episode's files: the runner's rule (trial t > 0 in `<task folder>@t<t>`), legacy names
+    of older runs included."""
+    return find_episode(run_dir, task_id, trial)
+
+
+TRIAL_FOLDER = re.compile(r"^(?P<task>.+)@t(?P<trial>[1-9][0-9]*)$")
+"""A later trial's episode folder name (see `episode_folder`)."""
 
 
 def episode_result(run_dir: Path, row: Mapping[str, Any]) -> dict[str, Any]:
     """The full result of an episode: the episode folder's result.json when present, else the row."""
-    full = read_json(episode_folder(run_dir, str(row.get("task_id", ""))) / "result.json")
+    folder = episode_folder(run_dir, str(row.get("task_id", "")), int(row.get("trial") or 0))
+    full = read_json(folder / "result.json")
     return {**row, **full} if full else dict(row)
 
 
@@ -128,6 +135,7 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
     usage = {role: usage_from_json(u) for role, u in (row.get("usage") or {}).items()}
     out: dict[str, Any] = {
         "task_id": str(row.get("task_id", "")),
+        "trial": int(row.get("trial") or 0),
         "status": str(row.get("status", "done")),
         "success": bool(row.get("success", False)),
         "score": float(row.get("score") or 0.0),
@@ -148,7 +156,7 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
     for key, value in (row.get("task_meta") or {}).items():
         out[f"meta.{key}"] = value
     if with_events and out["peak"] is None:
-        episode = events.read(episode_folder(run_dir, out["task_id"]) / "events.jsonl")
+        episode = events.read(episode_folder(run_dir, out["task_id"], out["trial"]) / "events.jsonl")
         out["peak"], out["dependency"] = events_context_load(episode)
     return out
 
@@ -157,22 +165,35 @@ def episode_frame(run_dir: Path, *, with_events: bool = True) -> pd.DataFrame:
     """One row per episode: recorded ones from results.jsonl, then started ones with no result (`running`)."""
     rows = read_jsonl(run_dir / "results.jsonl")
     recorded = [episode_row(run_dir, r, with_events=with_events) for r in rows]
-    seen = {r["task_id"] for r in recorded}
+    seen = {(r["task_id"], r["trial"]) for r in recorded}
     started = []
     episodes = run_dir / "episodes"
     folders = sorted(p for p in episodes.iterdir() if p.is_dir()) if episodes.is_dir() else []
-    known = {episode_folder(run_dir, t).name for t in seen}
+    known = {episode_folder(run_dir, t, k).name for t, k in seen}
     for folder in folders:
         if folder.name in known:
             continue
+        later = TRIAL_FOLDER.match(folder.name)
+        trial = int(later["trial"]) if later else 0
         first = next(events.read(folder / "events.jsonl"), None)
         reset = first.task if isinstance(first, events.Reset) and isinstance(first.task, Mapping) else {}
-        task = reset.get("id", folder.name)
-        if task not in seen:
-            started.append({"task_id": task, "status": "running", "success": False, "score": 0.0, "steps": 0})
+        task = reset.get("id", later["task"] if later else folder.name)
+        if (task, trial) not in seen:
+            started.append(
+                {
+                    "task_id": task,
+                    "trial": trial,
+                    "status": "running",
+                    "success": False,
+                    "score": 0.0,
+                    "steps": 0,
+                }
+            )
     frame = pd.DataFrame(recorded + started)
     if frame.empty:
-        frame = pd.DataFrame(columns=["task_id", "status", "success", "score", "steps", "turns", "error"])
+        frame = pd.DataFrame(
+            columns=["task_id", "trial", "status", "success", "score", "steps", "turns", "error"]
+        )
     return frame
 
 
@@ -236,11 +257,14 @@ def has_live_writer(folder: Path) -> bool:
     return False
 
 
-def load_run(folder: Path, *, with_events: bool = True) -> Run:
+def load_run(folder: Path, *, with_events: bool = True, trials: int | None = None) -> Run:
+    """The run at `folder`; `trials` keeps only its first K trials per task (None: every trial it played)."""
     meta = read_json(folder / "run.json")
     labels = meta.get("labels") or {}
     parts = folder.parts[-3:] if len(folder.parts) >= 3 else ("?",) * 3
     episodes = episode_frame(folder, with_events=with_events)
+    if trials is not None:
+        episodes = episodes[episodes["trial"] < trials].reset_index(drop=True)
     total = meta.get("tasks") if isinstance(meta.get("tasks"), int) else None
     summary = read_json(folder / "summary.json")
     config = meta.get("config") or {}
@@ -287,8 +311,8 @@ def find_runs(paths: Iterable[Path]) -> list[Path]:
     return sorted(found)
 
 
-def load_runs(paths: Iterable[Path], *, with_events: bool = True) -> list[Run]:
-    return [load_run(folder, with_events=with_events) for folder in find_runs(paths)]
+def load_runs(paths: Iterable[Path], *, with_events: bool = True, trials: int | None = None) -> list[Run]:
+    return [load_run(folder, with_events=with_events, trials=trials) for folder in find_runs(paths)]
 
 
 def _left(run: Run, done: int) -> int | None:

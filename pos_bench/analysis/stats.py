@@ -69,20 +69,22 @@ class Paired:
     difference: float
     interval: Interval
     a_only: int
-    """Tasks A solved and B did not (a discordant pair)."""
+    """Tasks A did better on (solved where B did not; with repeated trials, a higher share of its trials)."""
     b_only: int
     p_mcnemar: float
+    """Exact McNemar p; with repeated trials, the same exact sign test on the tasks where the two differ."""
 
 
 def paired_bootstrap(
-    a: Sequence[bool],
-    b: Sequence[bool],
+    a: Sequence[float],
+    b: Sequence[float],
     *,
     alpha: float = ALPHA,
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> Interval:
-    """Percentile interval of mean(a − b), resampling tasks (pairs stay together)."""
+    """Percentile interval of mean(a − b), resampling tasks (pairs stay together; with repeated trials each value
+    is a task's share of successes, so the trials stay clustered with their task)."""
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if diff.size == 0:
         return Interval(-1.0, 1.0)
@@ -98,11 +100,12 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return float(mcnemar([[0, a_only], [b_only, 0]], exact=True).pvalue)
 
 
-def paired(a: Sequence[bool], b: Sequence[bool], **bootstrap) -> Paired:
+def paired(a: Sequence[float], b: Sequence[float], **bootstrap) -> Paired:
+    """A against B per task: success (0/1) or, with repeated trials, each task's share of successful trials."""
     if len(a) != len(b):
         raise ValueError(f"paired outcomes need equal lengths, got {len(a)} and {len(b)}")
-    a_arr, b_arr = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    a_only, b_only = int((a_arr & ~b_arr).sum()), int((~a_arr & b_arr).sum())
+    a_arr, b_arr = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a_only, b_only = int((a_arr > b_arr).sum()), int((b_arr > a_arr).sum())
     diff = float(a_arr.mean() - b_arr.mean()) if a_arr.size else 0.0
     return Paired(
         n=int(a_arr.size),

@@ -42,11 +42,16 @@ def unplayed(run: Run, label: str) -> int:
 
 
 def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
-    """One run's success rate (%) with n, the Wilson interval and, where cases cluster, the cluster bootstrap."""
+    """One run's success rate (%) with n, the Wilson interval and, where cases cluster, the cluster bootstrap.
+
+    With repeated trials the rate is pass@1 (every trial counted), n counts episodes, the Wilson interval (which
+    would treat trials as independent cases) is left out, and the bootstrap clusters trials by task (or by the
+    task family, which holds whole tasks)."""
     done = run.finished
     n, k = len(done), int(done["success"].sum()) if len(done) else 0
+    trials = int(done["trial"].max()) + 1 if n else 1
     w = wilson(k, n)
-    key = cluster_key(done)
+    key = cluster_key(done) or ("task_id" if trials > 1 else None)
     row = {
         "benchmark": run.bench,
         "method": run.method,
@@ -59,8 +64,9 @@ def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
         "refused": unplayed(run, "refused"),
         "overflow": unplayed(run, "overflow"),
         "success %": 100.0 * k / n if n else float("nan"),
-        "wilson 95%": f"[{100 * w.low:.1f}, {100 * w.high:.1f}]",
-        "cluster": key.removeprefix("meta.") if key else "–",
+        "trials": trials,
+        "wilson 95%": f"[{100 * w.low:.1f}, {100 * w.high:.1f}]" if trials == 1 else "–",
+        "cluster": key.removeprefix("meta.").removesuffix("_id") if key else "–",
         "cluster 95%": "–",
     }
     if key:

@@ -3,8 +3,9 @@ offline, bit for bit.
 
 The key is the sha256 of the canonical request: the model's identity (its `describe()` without the
 operational fields in `NOT_IDENTITY`, so never a key, a host, a timeout or a concurrency cap; a local
-model's runtime identity is part of it) plus the messages, the schema and the token budget. Unknown
-`describe()` fields count as identity: a new setting can only cause a miss, never a wrong hit.
+model's runtime identity is part of it) plus the messages, the schema, the token budget and, from trial 1 on,
+the episode's trial. Unknown `describe()` fields count as identity: a new setting can only cause a miss,
+never a wrong hit.
 
 Modes: `off`; `read_write` (answer hits, store misses); `record` (always call, overwrite); `replay` (hits only;
 a miss raises `CacheMiss` and nothing reaches the provider). Storage is one SQLite file in WAL mode, so the
@@ -100,6 +101,8 @@ def canonical_request(model_identity: Mapping[str, Any], prompt: Prompt) -> str:
         "schema": prompt.schema,
         "max_tokens": prompt.max_tokens,
     }
+    if prompt.trial:  # trial 0 keeps the key it had before trials existed: old caches and replays still hit
+        request["trial"] = prompt.trial
     return json.dumps(to_jsonable(request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

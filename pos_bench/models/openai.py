@@ -3,7 +3,8 @@ SGLang, Ollama, the llama.cpp server, and the paper backbones' endpoints (DashSc
 
 A prompt's JSON schema is passed natively as `response_format` (`json_schema`, which vLLM, SGLang, Ollama
 and llama.cpp turn into a grammar), or as the plain `json_object` mode for endpoints that only offer that.
-The reply is validated by the caller (`pos_bench.structured`, `pos_bench.parse`), never here.
+The episode's trial (from 1 on) is sent as `seed`. The reply is validated by the caller (`pos_bench.structured`,
+`pos_bench.parse`), never here.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class OpenAIModel(RemoteModel):
         }
         if self.temperature is not None:
             body["temperature"] = self.temperature
+        if prompt.trial:  # trial 0 sends none, so a one-trial run's requests are the ones it always sent
+            body["seed"] = prompt.trial
         response_format = self.response_format(prompt.schema)
         if response_format is not None:
             body["response_format"] = response_format

@@ -12,6 +12,7 @@ from pos_bench.build import build
 from pos_bench.models.budget import Budget, Budgeted, LocalBudget, endpoint_of
 from pos_bench.models.cache import CacheConfig, Cached, Store
 from pos_bench.models.retry import Retrying, RetryPolicy
+from pos_bench.models.trial import Trial
 from pos_bench.protocols import Model
 from pos_bench.redact import redactor_for
 from pos_bench.types import Prompt, Reply
@@ -46,17 +47,20 @@ def wrap(model: Model, cfg: Mapping[str, Any], budget: Budget, store: Store | No
     return model if cache.mode == "off" else Cached(model, cache, store, redact=redactor_for(cfg).text)
 
 
-def build_model(cfg: Mapping[str, Any], *, budget: Budget | None = None, store: Store | None = None) -> Model:
+def build_model(
+    cfg: Mapping[str, Any], *, budget: Budget | None = None, store: Store | None = None, trial: int = 0
+) -> Model:
     """The run's model from the `model` node and the optional `roles` mapping (role → model node).
 
     `budget` is the run's endpoint budget, shared by all its workers; without one, the models built by
-    this call share a budget of their own. `store` replaces the cache file (a Ray run's single owner)."""
+    this call share a budget of their own. `store` replaces the cache file (a Ray run's single owner).
+    `trial` marks every request with the episode's trial (`models/trial.py`)."""
     budget = budget if budget is not None else LocalBudget()
     default = wrap(build(cfg["model"]), cfg, budget, store)
     roles = cfg.get("roles") or {}
-    if not roles:
-        return default
-    return RoleRouter(
-        default,
-        {role: wrap(build(node), cfg, budget, store) for role, node in roles.items()},
+    model = (
+        RoleRouter(default, {role: wrap(build(node), cfg, budget, store) for role, node in roles.items()})
+        if roles
+        else default
     )
+    return Trial(model, trial) if trial else model

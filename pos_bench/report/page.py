@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pos_bench import events
 from pos_bench.analysis.collect import Tables, collect, write_figures
 from pos_bench.analysis.runs import Run, episode_folder
+from pos_bench.analysis.trials import strips
 from pos_bench.report.episodes import Strings, turns
 
 TOP_TABLES = (
@@ -36,8 +37,12 @@ TOP_TABLES = (
     ("ablations", "Ablation drops (PoS − variant, points)"),
     (
         "paired",
-        "Paired comparisons on shared tasks (exact McNemar p; Holm across the table; MDE at 80% power)",
+        (
+            "Paired comparisons on shared tasks (exact McNemar p; Holm across the table; MDE at 80% power; the "
+            "noise floor beside each difference, a gain only past it)"
+        ),
     ),
+    ("trials", "Repeated trials — pass@k, pass^k, flip rate, noise floor per run"),
     ("tokens", "Table 2 — tokens per episode (thousands) per role, Peak, Dependency (×10⁶)"),
     ("incidence", "Figure 3 data — trapping incidence"),
     ("patterns", "Figure 3 data — trapping onsets by pattern × dimension"),
@@ -63,12 +68,13 @@ def table_view(frame: pd.DataFrame) -> dict[str, Any]:
 def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
     out = []
     for row in run.episodes.to_dict("records"):
-        path = episode_folder(run.folder, row["task_id"]) / "events.jsonl"
+        path = episode_folder(run.folder, row["task_id"], int(row.get("trial") or 0)) / "events.jsonl"
         error = row.get("error")
         unplayed = row.get("unplayed")
         out.append(
             {
                 "task": row["task_id"],
+                "trial": int(row.get("trial") or 0),
                 # refused / overflow: the model never got to act; not a failure of the method
                 "status": unplayed if isinstance(unplayed, str) else row["status"],
                 "success": bool(row["success"]),
@@ -81,6 +87,22 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def strip_table(runs: Iterable[Run]) -> pd.DataFrame:
+    """Per run with repeated trials and per task: its trials as a ✓/✗ strip and whether they flip."""
+    rows = [
+        {
+            "run": run.name,
+            "task": task,
+            "trials": strip,
+            "flips": "yes" if len(set(strip) - {"·"}) > 1 else "",
+        }
+        for run in runs
+        for task, strip in strips(run).items()
+        if len(strip) > 1
+    ]
+    return pd.DataFrame(rows)
 
 
 def figures(tables: Tables) -> list[dict[str, str]]:
@@ -114,7 +136,8 @@ def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: boo
     )
     template = env.get_template("report.html.j2")
     return template.render(
-        tables=[(title, table_view(getattr(tables, name))) for name, title in TOP_TABLES],
+        tables=[(title, table_view(getattr(tables, name))) for name, title in TOP_TABLES]
+        + [("Trials per task (✓ success, ✗ failure, in trial order)", table_view(strip_table(tables.runs)))],
         figures=figures(tables) if with_figures else [],
         runs=runs,
         payload=pack({"strings": strings.items, "runs": runs}),

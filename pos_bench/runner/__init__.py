@@ -25,7 +25,7 @@ from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
 from pos_bench.runner.progress import Progress
-from pos_bench.runner.results import ResultsFile, RunLocked, pending_tasks, record, writer_lock
+from pos_bench.runner.results import ResultsFile, RunLocked, pending_tasks, record, trials_of, writer_lock
 from pos_bench.runner.summary import Summary, summarize, write_summary
 from pos_bench.transcript import write_result
 from pos_bench.types import Task, to_jsonable
@@ -55,7 +55,7 @@ def run(
     prepared: Prepared | None = None,
     identity: RunIdentity | None = None,
 ) -> Summary:
-    """Play every pending task of the configured benchmark and write the run's summary."""
+    """Play every pending (task, trial) of the configured benchmark and write the run's summary."""
     prepared = prepared or preflight(cfg)
     labels = {**labels, **prepared.labels}
     identity = identity or run_identity(cfg, prepared.description, prepared.upstream)
@@ -65,11 +65,13 @@ def run(
     run_dir.mkdir(parents=True, exist_ok=True)
     with writer_lock(run_dir):
         results = ResultsFile(run_dir / "results.jsonl", redactor)
-        todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors)
+        episodes = trials_of(prepared.tasks, runner.trials)
+        todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors, trials=runner.trials)
         write_run_json(run_dir, cfg, labels, prepared, identity, redactor)
-        play_pending(cfg, run_dir, runner, prepared.tasks, todo, results)
-        wanted = {t.id for t in prepared.tasks}
-        summary = summarize([r for r in results.read() if r.task_id in wanted], labels, cfg.get("prices"))
+        play_pending(cfg, run_dir, runner, episodes, todo, results)
+        wanted = {(t.id, t.trial) for t in episodes}
+        rows = [r for r in results.read() if (r.task_id, r.trial) in wanted]
+        summary = summarize(rows, labels, cfg.get("prices"))
         write_summary(run_dir / "summary.json", summary, redactor)
     return summary
 

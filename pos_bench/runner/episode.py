@@ -56,6 +56,7 @@ def error_result(
         usage=dict(usage or {}),
         task_meta=dict(task.meta),
         ledger=ledger or Ledger(),
+        trial=task.trial,
     )
 
 
@@ -81,7 +82,7 @@ def run_episode(
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
-    folder = episode_dir(run_dir, task.id)
+    folder = episode_dir(run_dir, task.id, task.trial)
     remove_inside(folder, run_dir)  # leftovers of an episode killed mid-way
     folder.mkdir(parents=True)
     (folder / ID_FILE).write_text(task.id, encoding="utf-8", errors="surrogatepass")
@@ -91,7 +92,7 @@ def run_episode(
     try:
         benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
-        model = Recorded(build_model(cfg, **services), log)
+        model = Recorded(build_model(cfg, **services, trial=task.trial), log)
         result = play_built(cfg, task, benchmark, model, log, tally)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))

@@ -68,8 +68,13 @@ class RunnerConfig:
     check_endpoints: bool = True
     """Before the first episode, ask every remote endpoint (per role) for its models (`runner/endpoints.py`):
     unreachable, a model it does not serve or a refused key stops the run with exit 2."""
+    trials: int = 1
+    """K: each task is played K times in one run, one row per (task, trial). Not part of the fingerprint, so
+    raising it continues a run (only the new trials are played)."""
 
     def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"runner.trials must be ≥ 1 (plays per task), got {self.trials}")
         if self.episode_timeout <= 0:
             raise ValueError(f"runner.episode_timeout must be > 0 seconds, got {self.episode_timeout}")
         if self.n_jobs == 0 or self.n_jobs < -1:

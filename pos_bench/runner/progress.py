@@ -52,7 +52,7 @@ class Progress:
         self.interval = interval
         self._read_at = float("-inf")
         self.bar = tqdm(total=total, initial=finished, disable=not enabled, desc="episodes", unit="ep")
-        self.live: dict[str, Live] = {}
+        self.live: dict[tuple[str, int], Live] = {}
         self.turns = self.calls = self.errors = 0
         self.saved = finished
         """Episodes with a row in `results.jsonl`, this run's included."""
@@ -64,12 +64,13 @@ class Progress:
             return
         self._read_at = now
         for task in running:
-            live = self.live.setdefault(task.id, Live(episode_dir(self.run_dir, task.id) / "events.jsonl"))
+            path = episode_dir(self.run_dir, task.id, task.trial) / "events.jsonl"
+            live = self.live.setdefault((task.id, task.trial), Live(path))
             live.refresh()
         self._show()
 
     def finished(self, result: EpisodeResult) -> None:
-        self.live.pop(result.task_id, None)
+        self.live.pop((result.task_id, result.trial), None)
         self.turns += result.turns
         self.calls += sum(u.calls for u in result.usage.values())
         self.errors += result.status == "error"

@@ -1,4 +1,4 @@
-"""A run's `results.jsonl`: one compact row per episode (`types.result_row`), appended by the one process that
+"""A run's `results.jsonl`: one compact row per episode, keyed by (task, trial) (`types.result_row`), appended by the one process that
 holds the run folder's lock. Read back strictly: a bad line or a task listed twice stops the run with a message
 naming the file and the fix; only the torn last line a killed run leaves is dropped, with a warning. The run
 folder's lock keeps a second process from writing the same file."""
@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -87,7 +88,7 @@ class ResultsFile:
         if not self.path.exists():
             return []
         results: list[EpisodeResult] = []
-        lines: dict[str, int] = {}
+        lines: dict[tuple[str, int], int] = {}
         with self.path.open("rb") as f:
             for number, raw in enumerate(f, start=1):
                 if not raw.strip():
@@ -101,13 +102,14 @@ class ResultsFile:
                         f"{str(error)[:200]}). Delete that line (its episode is played again) or move the file "
                         "aside to start the run over; nothing was run."
                     ) from error
-                if result.task_id in lines:
+                key = (result.task_id, result.trial)
+                if key in lines:
                     raise ResultsError(
-                        f"{self.path} lists task {result.task_id!r} twice (lines {lines[result.task_id]} and "
-                        f"{number}), so its summary would count it twice. Keep one of the two lines, or move the "
-                        "file aside to start the run over; nothing was run."
+                        f"{self.path} lists task {result.task_id!r} trial {result.trial} twice (lines "
+                        f"{lines[key]} and {number}), so its summary would count it twice. Keep one of the two "
+                        "lines, or move the file aside to start the run over; nothing was run."
                     )
-                lines[result.task_id] = number
+                lines[key] = number
                 results.append(result)
         return results
 
@@ -156,11 +158,19 @@ def writer_lock(run_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def pending_tasks(tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool) -> list[Task]:
+def trials_of(tasks: Iterable[Task], trials: int) -> list[Task]:
+    """Every episode of a run of `trials` trials per task: each task's trials 0 … trials-1, task by task."""
+    return [replace(t, trial=k) for t in tasks for k in range(trials)]
+
+
+def pending_tasks(
+    tasks: Iterable[Task], results: ResultsFile, *, retry_errors: bool, trials: int = 1
+) -> list[Task]:
+    """The (task, trial) episodes of the run that have no row yet; rows of trials past `trials` stay, unplayed."""
     if retry_errors:
         results.drop_errors()
-    finished = {r.task_id for r in results.read()}
-    return [t for t in tasks if t.id not in finished]
+    finished = {(r.task_id, r.trial) for r in results.read()}
+    return [t for t in trials_of(tasks, trials) if (t.id, t.trial) not in finished]
 
 
 def record(results: ResultsFile, result: EpisodeResult) -> None:
@@ -168,4 +178,4 @@ def record(results: ResultsFile, result: EpisodeResult) -> None:
     try:
         results.append(result)
     except (TypeError, ValueError, UnicodeError) as error:
-        results.append(error_result(Task(result.task_id, meta=result.task_meta), error))
+        results.append(error_result(Task(result.task_id, meta=result.task_meta, trial=result.trial), error))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import re
 import threading
 import time
@@ -42,6 +43,20 @@ def pick_listed_action(body: Mapping[str, Any]) -> str:
     actions = re.findall(r"^- (.+)$", last, flags=re.MULTILINE)
     action = actions[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(actions)] if actions else "look"
     return json.dumps({"thought": "stub step", "action": action})
+
+
+def seeded_heads(name: str, seed: int) -> bool:
+    """The stub's draw for one trial of one task: a fair coin seeded by the task's name and the trial's seed."""
+    return random.Random(f"{name}#{seed}").random() < 0.5
+
+
+def call_by_seeded_draw(body: Mapping[str, Any]) -> str:
+    """A policy whose reply depends on a seeded draw per trial: the request's `seed` (absent: 0) and the task
+    named in the prompt (`task <name>`) decide between the listed actions `heads` and `tails`."""
+    text = " ".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
+    name = re.search(r"task ([\w-]+)", text)
+    call = "heads" if seeded_heads(name.group(1) if name else "", int(body.get("seed", 0))) else "tails"
+    return json.dumps({"thought": "a seeded call", "action": call})
 
 
 @dataclass

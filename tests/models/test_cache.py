@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from dataclasses import replace
 
 import pytest
 
-from pos_bench.models.cache import CacheConfig, Cached, CacheError, CacheMiss, Replayed, ResponseStore
+from pos_bench.models.cache import (
+    CacheConfig,
+    Cached,
+    CacheError,
+    CacheMiss,
+    Replayed,
+    ResponseStore,
+    canonical_request,
+    request_key,
+)
 from pos_bench.models.local import LocalRequestRefused
 from pos_bench.models.openai import OpenAIModel
 from pos_bench.models.retry import RequestRefused
@@ -285,3 +295,17 @@ def test_a_cache_file_from_before_served_revisions_is_read_and_extended(tmp_path
     assert store.get("old") == Reply("kept", Usage(1, 2, 1), cached=True, served=None)
     store.put("new", "{}", Reply("fresh", Usage(3, 4, 1), served="m rev2"), overwrite=False)
     assert store.get("new").served == "m rev2" and len(store) == 2
+
+
+def test_trial_zero_keeps_the_key_of_old_caches_and_later_trials_get_their_own():
+    model_identity = {"provider": "openai", "model": "m"}
+    prompt = Prompt(messages=(Message("user", "hello"),), max_tokens=32)
+    before_trials = json.dumps(  # the canonical request as it was written before trials existed
+        {"model": model_identity, "messages": [["user", "hello"]], "schema": None, "max_tokens": 32},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    keys = [request_key(canonical_request(model_identity, replace(prompt, trial=k))) for k in range(3)]
+    assert keys[0] == request_key(before_trials)
+    assert len(set(keys)) == 3

@@ -50,6 +50,6 @@ def test_ticks_read_transcripts_at_most_once_per_interval_and_never_when_off(tmp
     slow.tick([running])  # the first tick reads
     log.write(events.Step(turn=1))
     slow.tick([running])  # within the interval: not read again
-    assert slow.live[running.id].turns == 1
+    assert slow.live[(running.id, running.trial)].turns == 1
     for progress in (off, slow):
         progress.close()

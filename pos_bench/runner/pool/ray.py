@@ -183,4 +183,6 @@ class RayPool(Pool):
 
 
 def lost(task: Task, why: str) -> EpisodeResult:
-    return EpisodeResult(task_id=task.id, status="error", error=why, task_meta=dict(task.meta))
+    return EpisodeResult(
+        task_id=task.id, status="error", error=why, task_meta=dict(task.meta), trial=task.trial
+    )

@@ -80,7 +80,9 @@ def crash_result(task: Task, error: Exception) -> EpisodeResult:
         cause = f"WorkerDied: the worker process died while playing this episode (exit {code})"
     else:
         cause = f"ResultLost: {type(error).__name__}: {text.splitlines()[0] if text else ''}"
-    return EpisodeResult(task_id=task.id, status="error", error=cause, task_meta=dict(task.meta))
+    return EpisodeResult(
+        task_id=task.id, status="error", error=cause, task_meta=dict(task.meta), trial=task.trial
+    )
 
 
 def overdue(started: dict[Future, float], timeout: float | None, done: set[Future]) -> list[Future]:
