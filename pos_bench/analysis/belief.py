@@ -19,8 +19,15 @@ import pandas as pd
 from pos_bench import events
 from pos_bench.analysis.runs import Run, episode_folder, episode_result
 from pos_bench.analysis.stats import cluster_bootstrap, wilson
-from pos_bench.pos.claims import audited_updates
-from pos_bench.truth import AuditAccuracy, EpisodeAccuracy, Observed, audit_accuracy, episode_accuracy
+from pos_bench.pos.claims import at_diagnoses, audited_updates
+from pos_bench.truth import (
+    AuditAccuracy,
+    EpisodeAccuracy,
+    Observed,
+    StepAccuracy,
+    audit_accuracy,
+    episode_accuracy,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class EpisodeBelief:
     accuracy: EpisodeAccuracy | None
     audit: AuditAccuracy | None
     """The Sentinel's decisions against the truth, for episodes whose report holds audited updates."""
+    trapped: tuple[StepAccuracy, ...] = ()
+    """The measures at each step PoS diagnosed as trapped (its `belief_health_history`)."""
 
 
 def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
@@ -43,11 +52,12 @@ def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
     if held is None:
         return EpisodeBelief(task_id, None, None)
     steps = [Observed(s, truths[s], held[s]) for s in sorted(held) if s in truths]
-    history = (episode_result(run.folder, {"task_id": task_id}).get("report") or {}).get(
-        "belief_update_history"
-    )
+    report = episode_result(run.folder, {"task_id": task_id}).get("report") or {}
+    history, health = report.get("belief_update_history"), report.get("belief_health_history")
     audit = audit_accuracy(audited_updates(history, truths)) if isinstance(history, list) else None
-    return EpisodeBelief(task_id, episode_accuracy(steps), audit)
+    accuracy = episode_accuracy(steps)
+    trapped = tuple(s for _, s in at_diagnoses(health, accuracy)) if isinstance(health, list) else ()
+    return EpisodeBelief(task_id, accuracy, audit, trapped)
 
 
 def run_beliefs(run: Run) -> list[EpisodeBelief]:
@@ -108,6 +118,15 @@ def _audit(beliefs: Sequence[EpisodeBelief]) -> dict[str, Any]:
     }
 
 
+def _at_trapping(beliefs: Sequence[EpisodeBelief]) -> dict[str, Any]:
+    """Precision pooled over the steps diagnosed as trapped (PoS with trapping on)."""
+    steps = [s for b in beliefs for s in b.trapped]
+    if not steps:
+        return {}
+    true, scored = sum(s.true for s in steps), sum(s.true + s.false for s in steps)
+    return {"trapped steps": len(steps), "precision when trapped": true / scored if scored else float("nan")}
+
+
 def belief_row(run: Run, beliefs: Sequence[EpisodeBelief]) -> dict[str, Any]:
     scored = [b for b in beliefs if b.accuracy is not None]
     row: dict[str, Any] = {
@@ -129,6 +148,7 @@ def belief_row(run: Run, beliefs: Sequence[EpisodeBelief]) -> dict[str, Any]:
         "stale steps": sum(persistence) / len(persistence) if persistence else float("nan"),
         "invented / ep": sum(len(b.accuracy.invented) for b in scored if b.accuracy) / len(scored),
         **_audit(scored),
+        **_at_trapping(scored),
     }
 
 
