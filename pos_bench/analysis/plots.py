@@ -165,7 +165,7 @@ def belief_plot(per_step: pd.DataFrame, out: Path) -> Path:
     """Belief precision per step (facts true / facts scored, pooled over a run's episodes), one line per run
     that recorded truth and claims (`analysis.belief`); a marker's size grows with the facts scored."""
     if per_step.empty:
-        raise ValueError("no run recorded truth and claims to score")
+        raise ValueError("no run has a claim scored against its truth")
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for run, frame in per_step.groupby("run", sort=True):
         ax.plot(frame["step"], frame["precision"], label=run, linewidth=1)
