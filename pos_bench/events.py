@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pos_bench.truth import Claim, Fact, Term, WorldTruth
 from pos_bench.types import Usage, to_jsonable, usage_from_json
 
 OMIT_NONE = {"omit_none": True}
@@ -25,6 +26,11 @@ class Event:
     kind: ClassVar[str] = ""
     time: float | None = field(default=None, kw_only=True)
     """Seconds since the epoch; set when written."""
+
+    @classmethod
+    def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The constructor arguments of a line's values: records nested in it rebuilt from JSON."""
+        return values
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,12 @@ class Call(Event):
     seconds: float = 0.0
     served: str | None = field(default=None, metadata=OMIT_NONE)
     """The model revision the server reported, when it reported one."""
+
+    @classmethod
+    def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(values.get("usage"), Mapping):
+            values["usage"] = usage_from_json(values["usage"])
+        return values
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,106 @@ class Error(Event):
     traceback: str | None = field(default=None, metadata=OMIT_NONE)
 
 
+def _facts(rows: Iterable[Mapping[str, Any]]) -> tuple[Fact, ...]:
+    return tuple(Fact(**r) for r in rows)
+
+
+@dataclass(frozen=True)
+class Truth(Event):
+    """The environment's ground truth after step `step` (-1: after the reset; steps are zero-based, as PoS
+    numbers them), written for every method when the environment knows it (issue 28). The world's names,
+    goal, vocabulary and name shape are written when they differ from the episode's previous truth event and
+    left out (None) otherwise: read them back through `truths`."""
+
+    kind: ClassVar[str] = "truth"
+    step: int = -1
+    facts: tuple[Fact, ...] = ()
+    entities: tuple[str, ...] | None = field(default=None, metadata=OMIT_NONE)
+    goal: tuple[Fact, ...] | None = field(default=None, metadata=OMIT_NONE)
+    terms: tuple[Term, ...] | None = field(default=None, metadata=OMIT_NONE)
+    entity_shape: str | None = field(default=None, metadata=OMIT_NONE)
+
+    @classmethod
+    def of(cls, step: int, world: WorldTruth, previous: WorldTruth | None = None) -> Truth:
+        """The event for `world`, leaving out what is unchanged since `previous`."""
+        p = previous
+
+        def changed(mine: Any, theirs: Any) -> bool:
+            return p is None or mine != theirs
+
+        return cls(
+            step=step,
+            facts=tuple(sorted(world.facts)),
+            entities=tuple(sorted(world.entities)) if changed(world.entities, p and p.entities) else None,
+            goal=tuple(sorted(world.goal)) if changed(world.goal, p and p.goal) else None,
+            terms=world.terms if changed(world.terms, p and p.terms) else None,
+            entity_shape=world.entity_shape if changed(world.entity_shape, p and p.entity_shape) else None,
+        )
+
+    def world(self, previous: WorldTruth | None = None) -> WorldTruth:
+        """The truth this event states, what it leaves out taken from `previous` (the episode's last)."""
+        p = previous or WorldTruth(facts=frozenset(), entities=frozenset())
+        return WorldTruth(
+            facts=frozenset(self.facts),
+            entities=p.entities if self.entities is None else frozenset(self.entities),
+            goal=p.goal if self.goal is None else frozenset(self.goal),
+            terms=p.terms if self.terms is None else self.terms,
+            entity_shape=p.entity_shape if self.entity_shape is None else self.entity_shape,
+        )
+
+    @classmethod
+    def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
+        values["facts"] = _facts(values.get("facts") or ())
+        if values.get("goal") is not None:
+            values["goal"] = _facts(values["goal"])
+        if values.get("entities") is not None:
+            values["entities"] = tuple(values["entities"])
+        if values.get("terms") is not None:
+            values["terms"] = tuple(
+                Term(t["attribute"], t["value"], tuple(t["phrases"])) for t in values["terms"]
+            )
+        return values
+
+
+@dataclass(frozen=True)
+class Claims(Event):
+    """What the method's memory states about the world after step `step` (numbered as `Truth`), written where
+    the environment reports its truth; a method that keeps no state (raw history, ACON, PACE) says so once,
+    at the reset, with `keeps_state=False`. A memory operation rewrites its step's claims: the last counts."""
+
+    kind: ClassVar[str] = "claims"
+    step: int = -1
+    claims: tuple[Claim, ...] = ()
+    keeps_state: bool = True
+
+    @classmethod
+    def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
+        values["claims"] = tuple(Claim(**c) for c in values.get("claims") or ())
+        return values
+
+
+def truths(stream: Iterable[Event]) -> dict[int, WorldTruth]:
+    """Step → the truth after it, from an episode's events (each `Truth` completed by the one before)."""
+    out: dict[int, WorldTruth] = {}
+    last = None
+    for event in stream:
+        if isinstance(event, Truth):
+            last = out[event.step] = event.world(last)
+    return out
+
+
+def claims(stream: Iterable[Event]) -> dict[int, tuple[Claim, ...]] | None:
+    """Step → the claims held after it, from an episode's events; None when the method keeps no state or no
+    claims were recorded."""
+    out: dict[int, tuple[Claim, ...]] = {}
+    for event in stream:
+        if isinstance(event, Claims):
+            if not event.keeps_state:
+                return None
+            out[event.step] = event.claims
+    return out or None
+
+
 @dataclass(frozen=True)
 class Other(Event):
     """A line of a kind this version does not write."""
@@ -155,6 +267,8 @@ KINDS: dict[str, type[Event]] = {
         Step,
         Score,
         Error,
+        Truth,
+        Claims,
     )
 }
 TURN_KINDS = (Step, TurnSpent)
@@ -181,9 +295,7 @@ def parse(data: Mapping[str, Any]) -> Event:
         rest = {k: v for k, v in data.items() if k not in ("kind", "time")}
         return Other(name=kind, data=rest, time=data.get("time"))
     values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-    if cls is Call and isinstance(values.get("usage"), Mapping):
-        values["usage"] = usage_from_json(values["usage"])
-    return cls(**values)
+    return cls(**cls.decoded(values))
 
 
 def parse_all(rows: Iterable[Mapping[str, Any]]) -> list[Event]:

@@ -16,8 +16,9 @@ from typing import Any, Literal
 from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import capped, repair_request
-from pos_bench.protocols import Env, Method, Model
+from pos_bench.protocols import ClaimingMethod, Env, Method, Model, TruthfulEnv
 from pos_bench.transcript import Transcript
+from pos_bench.truth import WorldTruth
 from pos_bench.types import (
     Brief,
     Decision,
@@ -144,6 +145,9 @@ class Tally:
         """The turns' outcomes the loop sees; the serving failures are counted by the `Recorded` model."""
         return Ledger(valid=self.valid, parse_failure=self.parse_failures, tool_error=self.tool_errors)
 
+    truth: WorldTruth | None = None
+    """The environment's truth after the last step, when it reports one (`record_truth`)."""
+
 
 def play(
     task: Task,
@@ -173,6 +177,8 @@ def play(
     log.write(events.Reset(task=shown, observation=obs))
     method.start(task, brief, obs)
     tally = Tally() if tally is None else tally
+    record_truth(env, -1, tally, log)
+    record_claims(method, -1, tally, log)
     while tally.turn < max_turns and not obs.done:
         last_turn = tally.turn == max_turns - 1
         obs = with_final_note(obs, brief) if last_turn else obs
@@ -199,6 +205,29 @@ def with_final_note(obs: Observation, brief: Brief) -> Observation:
     return obs
 
 
+def record_truth(env: Env, step: int, tally: Tally, log: Transcript) -> None:
+    """The environment's truth after `step` (-1: the reset) as a transcript event, when it knows it and its
+    benchmark's `truth` setting left it on (issue 28)."""
+    if not isinstance(env, TruthfulEnv):
+        return
+    world = env.truth()
+    if world is None:
+        return
+    log.write(events.Truth.of(step, world, tally.truth))
+    tally.truth = world
+
+
+def record_claims(method: Method, step: int, tally: Tally, log: Transcript) -> None:
+    """What the method's memory claims after `step`, beside a recorded truth (nothing to score them against
+    otherwise); a method that keeps no state says so once, at the reset."""
+    if tally.truth is None:
+        return
+    if isinstance(method, ClaimingMethod):
+        log.write(events.Claims(step=step, claims=method.claims()))
+    elif step == -1:
+        log.write(events.Claims(step=step, keeps_state=False))
+
+
 def memory_operation(
     method: Method, decision: Decision, obs: Observation, tally: Tally, log: Transcript
 ) -> None:
@@ -209,6 +238,8 @@ def memory_operation(
     record = method.update(Step(tally.turn, obs, decision, None))
     if record:
         log.write(events.Memory(turn=tally.turn, record=record))
+    if isinstance(method, ClaimingMethod):
+        record_claims(method, tally.steps - 1, tally, log)
 
 
 def act(
@@ -234,6 +265,7 @@ def act(
         tally.tool_errors += after.tool_error
         last = after.done or index == len(actions) - 1
         log.write(events.Step(turn=turn, thought=decision.thought, action=action, observation=after))
+        record_truth(env, tally.steps - 1, tally, log)
         try:
             record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
         except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome
@@ -243,6 +275,7 @@ def act(
             tally.context_errors.append(context_error(tally.steps - 1, "update", error, log))
         if record:
             log.write(events.Memory(turn=turn, record=record))
+        record_claims(method, tally.steps - 1, tally, log)
         obs = after
         if after.done:
             break

@@ -1,5 +1,5 @@
-"""Write the figures: ablations, tokens per role, Figure 3 (trapping incidence; pattern × dimension) and
-Figure 4 (success per LOCA length), from the paper's numbers and this project's runs.
+"""Write the figures: ablations, tokens per role, Figure 3 (trapping incidence; pattern × dimension),
+Figure 4 (success per LOCA length) and belief accuracy per step, from the paper's numbers and this project's runs.
 
 python scripts/plots.py [RUN_DIR_OR_RESULTS_ROOT ...] [--spec ../shared/spec] [--out results/figures]
 """

@@ -1,5 +1,6 @@
 """Print Table 1 (paper beside ours: n, Wilson and cluster-bootstrap 95% intervals, flags), the gain over the
-strongest baseline, ablation drops, paired comparisons (McNemar, Holm, MDE), Table 2 and the runs index.
+strongest baseline, ablation drops, paired comparisons (McNemar, Holm, MDE), Table 2, the runs index and belief
+accuracy against the ground truth per run.
 
 python scripts/tables.py [RUN_DIR_OR_RESULTS_ROOT ...] [--spec ../shared/spec] [--backbone qwen=Qwen3.7-Plus]
                          [--csv-dir DIR]

@@ -4,12 +4,14 @@ import pytest
 
 from baselines.expert import Expert
 from baselines.raw import RawHistory
-from pos_bench.benchmarks.toy import ToyBenchmark
+from pos_bench import events
+from pos_bench.benchmarks.toy import ToyBenchmark, ToyEnv
 from pos_bench.loop import RetryBudget, UnusableReply, play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.prompting import REPLY_CAP, policy_prompt
 from pos_bench.protocols import MethodBase
 from pos_bench.transcript import Recorded, Transcript
+from pos_bench.truth import Claim, judge
 
 BENCH = ToyBenchmark(n_tasks=4)
 TASK = BENCH.tasks()[0]
@@ -47,7 +49,7 @@ def test_turn_budget_and_step_order():
     assert (result.turns, result.steps, result.success) == (3, 3, False)
     kinds = [e["kind"] for e in log.events]
     assert kinds[0] == "reset" and kinds[-1] == "score"
-    assert kinds[1:-1] == ["call", "step"] * 3
+    assert kinds[1:-1] == ["truth", "claims"] + ["call", "step", "truth"] * 3
     assert model.usage["agent"].calls == 3
 
 
@@ -222,3 +224,51 @@ def test_a_ready_decision_without_action_spends_the_turn():
     result, log, _ = run(GivesUp, [], max_turns=3)
     assert (result.turns, result.steps, result.meta_actions, result.spent_turns) == (3, 0, 0, 3)
     assert len(log.of_kind("turn_spent")) == 3
+
+
+def test_truth_and_claims_are_recorded_per_step():
+    """The toy knows its truth: one `truth` event after the reset and after each step; a method that keeps
+    no state says so once; the events read back as the env's truth."""
+    result, log, _ = run(RawHistory, ['{"thought": "t", "action": "go to fridge 1"}'], max_turns=2)
+    stream = events.parse_all(log.events)
+    truths = [e for e in stream if isinstance(e, events.Truth)]
+    assert [t.step for t in truths] == [-1, 0, 1] and result.steps == 2
+    assert truths[0].terms and truths[1].terms is None  # the vocabulary is written once
+    said = [e for e in stream if isinstance(e, events.Claims)]
+    assert [(c.step, c.keeps_state) for c in said] == [(-1, False)]
+    assert events.claims(stream) is None
+    env = BENCH.make_env(None)
+    env.reset(TASK)
+    env.step("go to fridge 1")
+    assert events.truths(stream)[0] == env.truth()
+    assert any(f.subject == "agent" and f.value == "fridge 1" for f in events.truths(stream)[1].facts)
+
+
+def test_a_claiming_method_records_its_claims_beside_the_truth():
+    class Claiming(RawHistory):
+        def claims(self):
+            return (Claim("agent", "at", "fridge 1"),)
+
+    _, log, _ = run(Claiming, ['{"thought": "t", "action": "go to fridge 1"}'], max_turns=2)
+    stream = events.parse_all(log.events)
+    held = events.claims(stream)
+    assert held is not None and sorted(held) == [-1, 0, 1]
+    assert held[0] == (Claim("agent", "at", "fridge 1"),)
+    first = events.truths(stream)
+    verdicts = [judge(held[s], first[s])[0].verdict for s in (-1, 0)]
+    assert verdicts == ["unscored", "true"]  # at the reset the agent stands nowhere in particular
+
+
+def test_no_truth_events_when_the_env_reports_none():
+    class QuietEnv(ToyEnv):
+        """A toy whose truth setting is off."""
+
+        def truth(self):
+            return None
+
+    log = Transcript()
+    model = ScriptedModel({"agent": ['{"thought": "", "action": "look"}']})
+    play(
+        TASK, QuietEnv(BENCH.text_version), RawHistory(model), model, brief=BENCH.brief, max_turns=1, log=log
+    )
+    assert log.of_kind("step") and not log.of_kind("truth") and not log.of_kind("claims")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from pos_bench.analysis.belief import belief_accuracy
 from pos_bench.analysis.paired import comparisons
-from pos_bench.analysis.plots import ablation_plot, figure3, figure4, per_length, tokens_plot
+from pos_bench.analysis.plots import ablation_plot, belief_plot, figure3, figure4, per_length, tokens_plot
 from pos_bench.analysis.runs import Run, load_runs, runs_index
 from pos_bench.analysis.tables import (
     DEFAULT_BACKBONES,
@@ -44,6 +45,9 @@ class Tables:
     incidence: pd.DataFrame
     patterns: pd.DataFrame
     lengths: pd.DataFrame
+    belief: pd.DataFrame
+    """One row per run that recorded truth: belief precision, recall, staleness, invented entities, audit."""
+    belief_steps: pd.DataFrame
     paper: pd.DataFrame
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -70,6 +74,7 @@ def collect(
     tokens_csv = spec / "paper_tokens.csv" if spec else None
     table1 = with_paper(ours(runs, backbones), paper)
     incidence, patterns = trapping(runs)
+    belief, belief_steps = belief_accuracy(runs)
     return Tables(
         runs=runs,
         index=runs_index(runs),
@@ -83,6 +88,8 @@ def collect(
         incidence=incidence,
         patterns=patterns,
         lengths=per_length(runs),
+        belief=belief,
+        belief_steps=belief_steps,
         paper=paper,
     )
 
@@ -105,6 +112,14 @@ SECTIONS = (
     ("incidence", "Figure 3 (left): trapping incidence"),
     ("patterns", "Figure 3 (right): trapping onsets by pattern × dimension"),
     ("lengths", "Figure 4: success per context length"),
+    (
+        "belief",
+        (
+            "Belief accuracy against the ground truth: precision (cluster bootstrap 95%), recall over the "
+            "goal's facts (bootstrap 95%), stale claims and their steps, invented entities; PoS: the "
+            "Sentinel's audit on false updates (Wilson 95%)"
+        ),
+    ),
 )
 
 
@@ -132,6 +147,7 @@ def write_figures(tables: Tables, out: Path) -> tuple[list[Path], list[str]]:
         "tokens_per_role.png": lambda p: tokens_plot(tables.tokens, p),
         "figure3_trapping.png": lambda p: figure3(tables.incidence, tables.patterns, p),
         "figure4_lengths.png": lambda p: figure4(tables.lengths, p),
+        "belief_accuracy.png": lambda p: belief_plot(tables.belief_steps, p),
     }
     written, skipped = [], []
     for name, draw in jobs.items():

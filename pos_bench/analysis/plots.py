@@ -162,3 +162,19 @@ def figure4(lengths: pd.DataFrame, out: Path) -> Path:
     ax.set_title("Success per LOCA length (Wilson 95%)")
     ax.legend(fontsize=7)
     return _save(fig, out)
+
+
+def belief_plot(per_step: pd.DataFrame, out: Path) -> Path:
+    """Belief precision per step (facts true / facts scored, pooled over a run's episodes), one line per run
+    that recorded truth and claims (`analysis.belief`); a marker's size grows with the facts scored."""
+    if per_step.empty:
+        raise ValueError("no run has a claim scored against its truth")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for run, frame in per_step.groupby("run", sort=True):
+        ax.plot(frame["step"], frame["precision"], label=run, linewidth=1)
+        ax.scatter(frame["step"], frame["precision"], s=4 + 40 * frame["scored"] / per_step["scored"].max())
+    ax.set_xlabel("step (-1: after the reset)")
+    ax.set_ylabel("belief precision")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize="small")
+    return _save(fig, out)

@@ -1,5 +1,6 @@
 """An episode's `events.jsonl` → the records the report shows: turns (prompts sent, replies, action,
-observation, tokens per role) and, for a method that returns PoS memory records, the belief timeline.
+observation, tokens per role), for a method that returns PoS memory records the belief timeline, and where
+the environment recorded its truth, the truth beside the method's claims with each claim's verdict.
 
 Texts go into a shared `Strings` table and records hold their index, so a system prompt repeated on every
 call is stored once per report. Unknown event kinds are kept as notes, so a newer runner's events still show.
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pos_bench import events
+from pos_bench.truth import Claim, Fact, WorldTruth, judge
 from pos_bench.types import Usage
 
 EMBED_CAP = 20_000
@@ -68,14 +70,48 @@ def _new_turn(label: str) -> dict[str, Any]:
     return {"label": label, "calls": [], "notes": [], "tokens": {}}
 
 
+def _fact_text(fact: Fact) -> str:
+    return f"{fact.subject} · {fact.attribute} = {fact.value}"
+
+
+def _claim_text(claim: Claim) -> str:
+    said = " ".join(t for t in (claim.subject, claim.text, f"→ {claim.object}" if claim.object else "") if t)
+    how = ", ".join(x for x in (claim.source, claim.confidence) if x)
+    return f"{said} (p={claim.probability:g}{', ' + how if how else ''})"
+
+
+def beside_truth(claims: Iterable[Claim], truth: WorldTruth, strings: Strings) -> list[list[Any]]:
+    """Each claim with its verdict (false: one of its facts is false; true: all scored facts true;
+    unscored) and what was read from it, a false fact followed by what the truth holds instead."""
+    out = []
+    for claim in claims:
+        judged = judge((claim,), truth)
+        verdicts = {j.verdict for j in judged}
+        verdict = "false" if "false" in verdicts else "true" if "true" in verdicts else "unscored"
+        read = [
+            _fact_text(j.fact)
+            + (
+                f" (truth: {', '.join(sorted(truth.values(j.fact.subject, j.fact.attribute)))})"
+                if j.verdict == "false"
+                else ""
+            )
+            for j in judged
+        ]
+        out.append([strings.add(_claim_text(claim)), verdict, strings.add("; ".join(read))])
+    return out
+
+
 class Timeline:
     """Groups events into turns: the calls that built a decision, the step, and the memory update after it.
-    Calls made before the first policy call (belief initialisation) form a `start` group."""
+    Calls made before the first policy call (belief initialisation) form a `start` group. A turn's truth and
+    claims (recorded after its step and its memory update) join the turn of that step."""
 
     def __init__(self, strings: Strings):
         self.strings = strings
         self.out: list[dict[str, Any]] = []
         self.current = _new_turn("start")
+        self.world: WorldTruth | None = None
+        self.truth_turn: dict[str, Any] | None = None
 
     def close_turn(self) -> None:
         self.out.append(self.current)
@@ -109,6 +145,24 @@ class Timeline:
     def memory(self, event: events.Memory) -> None:
         self.current["memory"] = memory_view(event.record or {}, self.strings)
         self.close_turn()
+
+    def truth(self, event: events.Truth) -> None:
+        self.world = event.world(self.world)
+        self.truth_turn = self.current
+        self.current["truth"] = {
+            "step": event.step,
+            "facts": self.strings.add("\n".join(_fact_text(f) for f in sorted(self.world.facts))),
+        }
+
+    def claims(self, event: events.Claims) -> None:
+        if not event.keeps_state:
+            self.current["notes"].append(
+                ["claims", self.strings.add("this method keeps no state of the world")]
+            )
+            return
+        if self.world is None or self.truth_turn is None:
+            return
+        self.truth_turn["claims"] = beside_truth(event.claims, self.world, self.strings)
 
     def note(self, event: events.Event) -> None:
         add = self.strings.add
@@ -145,6 +199,10 @@ def turns(episode: Iterable[events.Event], strings: Strings) -> list[dict[str, A
             timeline.step(e)
         elif isinstance(e, events.Memory):
             timeline.memory(e)
+        elif isinstance(e, events.Truth):
+            timeline.truth(e)
+        elif isinstance(e, events.Claims):
+            timeline.claims(e)
         else:
             timeline.note(e)
     return timeline.finished()

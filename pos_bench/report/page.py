@@ -47,6 +47,10 @@ TOP_TABLES = (
     ("incidence", "Figure 3 data — trapping incidence"),
     ("patterns", "Figure 3 data — trapping onsets by pattern × dimension"),
     ("lengths", "Figure 4 data — success per context length"),
+    (
+        "belief",
+        "Belief accuracy against the ground truth (precision, recall, staleness, invented; PoS audit)",
+    ),
 )
 
 

@@ -37,10 +37,18 @@ def _flag(prompt: Prompt) -> dict[str, Any]:
     return {"issues": [grounded_issue(prompt)]}
 
 
+def placed(n: int) -> dict[str, Any]:
+    """A delta that rewrites the mug's state with a place the toy's truth can score (cabinet 1: true in some
+    tasks, false in others); the count keeps every description new."""
+    update = moved(n)
+    update["upsert_states"][0]["description"] = f"mug 1 is in cabinet 1 (look {n})"
+    return update
+
+
 def pos_script() -> PosScript:
     """Still world for five updates (Static trap once K=4 zero labels are in), then moving; one repaired and
     one rejected update; progress returns after six judged steps (recovery ends)."""
-    updates = [delta()] * 5 + [moved(n) for n in range(5, 200)]
+    updates = [delta()] * 5 + [placed(n) for n in range(5, 200)]
     audits = [CLEAN, CLEAN, _flag, CLEAN, _flag, _flag, CLEAN]
     judges = [{"progress": 0, "score": 0.0, "affected_record_ids": [], "reason": "same"}] * 6 + [
         {"progress": 1, "score": 1.0, "affected_record_ids": [], "reason": "new"}

@@ -71,3 +71,18 @@ def test_command_line_writes_one_file_for_a_finished_and_an_interrupted_run(fixt
     html = out.read_text()
     assert "interrupted" in html and "data:image/png;base64," in html
     assert [r["name"] for r in embedded(html)["runs"]] == ["toy/pos/scripted", "toy/pos/scripted_killed"]
+
+
+def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fixture_runs):
+    html = render([fixture_runs["toy_pos"]], spec=None, with_figures=False)
+    data = embedded(html)
+    strings = data["strings"]
+    shown = [t for ep in data["runs"][0]["episodes"] for t in ep["turns"] if t.get("claims")]
+    assert shown and all("truth" in t for t in shown)
+    verdicts = {c[1] for t in shown for c in t["claims"]}
+    assert {"true", "false"} <= verdicts  # the fixture places the mug in cabinet 1, right in some tasks only
+    wrong = next(c for t in shown for c in t["claims"] if c[1] == "false")
+    assert "cabinet 1" in strings[wrong[0]] and "(truth: " in strings[wrong[2]]
+    truth_text = strings[shown[0]["truth"]["facts"]]
+    assert "mug 1 · location = " in truth_text
+    assert "Belief accuracy against the ground truth" in html
