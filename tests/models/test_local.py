@@ -3,10 +3,8 @@ import json
 import re
 import urllib.error
 import urllib.request
-from typing import Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.build import build
@@ -22,26 +20,14 @@ from pos_bench.types import Decision, Message, Prompt
 
 embedded = pytest.mark.embedded
 
+from tests.models.test_schema_bounds import Inventory
+
 
 @pytest.fixture(scope="module")
 def model():
     local = LocalModel()
     yield local
     local.close()
-
-
-class Place(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    kind: Literal["room", "furniture", "appliance"]
-
-
-class Inventory(BaseModel):
-    """Exercises `$defs`/`$ref`, `enum`, `anyOf` (optional) and `additionalProperties: false`."""
-
-    model_config = ConfigDict(extra="forbid")
-    places: list[Place]
-    note: str | None = None
 
 
 def test_describe_identifies_runtime_and_weights_without_loading():
