@@ -30,7 +30,7 @@ def reflect(reflection, action):
 
 def previous_steps(call):
     text = call["prompt"]["messages"][1]["content"].split("Previous steps:\n")[1]
-    return json.loads(text.split("\n\nAvailable actions:")[0])
+    return json.loads(text.split("\n\nCurrent observation:")[0])
 
 
 def test_prompt_holds_earlier_reflections_actions_and_observations():

@@ -47,7 +47,7 @@ def test_history_past_t_hist_becomes_a_summary_and_only_the_last_step_stays_verb
     prompt = user_text(calls[3])
     assert "Summary of the earlier steps:\nSUMMARY-1" in prompt
     assert (
-        json.loads(prompt.split("Latest steps:\n")[1].split("\n\nAvailable actions")[0])[0]["action"]
+        json.loads(prompt.split("Latest steps:\n")[1].split("\n\nCurrent observation")[0])[0]["action"]
         == "look"
     )
     assert prompt.count('"action": "look"') == 1
