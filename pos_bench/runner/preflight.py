@@ -64,6 +64,9 @@ class RunnerConfig:
     episode_timeout: float = 7200.0
     """Seconds one episode may run (2 h); past it the episode is an `EpisodeTimeout` error row, its worker
     is replaced and the run goes on (thread and process slots)."""
+    allow_code_change: bool = False
+    """Resume a run folder whose episodes ran on other code (`runner/code.py`); which episodes ran on which
+    code is kept in `run.json`'s `code_history`."""
 
     def __post_init__(self) -> None:
         if self.episode_timeout <= 0:
