@@ -2,7 +2,8 @@
 fingerprint, run, print the summary table and the errors' causes.
 
 Exit codes: 0 done; 1 every episode errored; 2 nothing was run (a config error, another process on the run
-folder, a bad results or cache file); 130 interrupted (rerun the same command to resume).
+folder, a bad results or cache file, other episode code); 3 the disk is full (free space, rerun to resume); 130
+interrupted (rerun the same command to resume).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from pos_bench.models.cache import CacheError
 from pos_bench.redact import redactor_for
-from pos_bench.runner import RunInterrupted, RunLocked, preflight, run
+from pos_bench.runner import DiskFull, RunInterrupted, RunLocked, preflight, run
 from pos_bench.runner.identity import RunIndex, RunMismatch, run_identity
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.results import ResultsError
@@ -103,6 +104,9 @@ def main(cfg: DictConfig) -> Summary:
     except REFUSALS as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+    except DiskFull as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()

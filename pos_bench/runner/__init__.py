@@ -27,7 +27,15 @@ from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
 from pos_bench.runner.progress import Progress
-from pos_bench.runner.results import ResultsFile, RunLocked, pending_tasks, record, writer_lock
+from pos_bench.runner.results import (
+    NO_SPACE,
+    DiskFull,
+    ResultsFile,
+    RunLocked,
+    pending_tasks,
+    record,
+    writer_lock,
+)
 from pos_bench.runner.summary import Summary, summarize, write_summary
 from pos_bench.transcript import write_result
 from pos_bench.types import Task, to_jsonable
@@ -35,6 +43,7 @@ from pos_bench.types import Task, to_jsonable
 __all__ = [
     "RECORDS",
     "ConfigError",
+    "DiskFull",
     "Prepared",
     "RunInterrupted",
     "RunLocked",
@@ -64,6 +73,23 @@ def run(
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
     check_folder(run_dir, identity)
+    try:
+        return play_run(cfg, run_dir, labels, prepared, identity, runner, redactor)
+    except OSError as error:
+        if error.errno in NO_SPACE:
+            raise DiskFull.from_error(error, run_dir) from error
+        raise
+
+
+def play_run(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    labels: Mapping[str, Any],
+    prepared: Prepared,
+    identity: RunIdentity,
+    runner: RunnerConfig,
+    redactor: Redactor,
+) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     with writer_lock(run_dir):
         results = ResultsFile(run_dir / "results.jsonl", redactor)
