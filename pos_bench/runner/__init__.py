@@ -95,7 +95,7 @@ def play_run(
         results = ResultsFile(run_dir / "results.jsonl", redactor)
         history = code_history(run_dir, code_record(), runner.allow_code_change)
         todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors)
-        history[-1]["tasks"] = [*history[-1].get("tasks", []), *(t.id for t in todo)]
+        history[-1]["tasks"] = list(dict.fromkeys([*history[-1].get("tasks", []), *(t.id for t in todo)]))
         write_run_json(run_dir, cfg, labels, prepared, identity, redactor, history)
         play_pending(cfg, run_dir, runner, prepared.tasks, todo, results)
         wanted = {t.id for t in prepared.tasks}
