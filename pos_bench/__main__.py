@@ -2,7 +2,8 @@
 fingerprint, run, print the summary table and the errors' causes.
 
 Exit codes: 0 done; 1 every episode errored; 2 nothing was run (a config error, another process on the run
-folder, a bad results or cache file); 130 interrupted (rerun the same command to resume).
+folder, a bad results or cache file, other episode code); 3 the disk is full (free space, rerun to resume); 130
+interrupted (rerun the same command to resume).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def stop_on_sigterm() -> None:
 def main(cfg: DictConfig) -> JobOutcome:
     """One job. Alone it exits 2 on a refusal and 1 when every episode errored; inside a `-m` sweep it returns
     the failure instead, so the other jobs run and the sweep's table lists this one with its cause."""
-    from pos_bench.runner import RunInterrupted
+    from pos_bench.runner import DiskFull, RunInterrupted
 
     stop_on_sigterm()
     in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
@@ -147,6 +148,9 @@ def main(cfg: DictConfig) -> JobOutcome:
         if in_sweep:
             return JobOutcome(chosen_labels(), failure=first_line(error), code=2)
         raise SystemExit(2) from None
+    except DiskFull as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()

@@ -2,7 +2,7 @@
 identity → lock → pending episodes → pool → summary.
 
 - `preflight.py`: config checks and one build of everything before the first episode; `RunnerConfig`.
-- `identity.py`: the run's fingerprint and folder.
+- `identity.py`: the run's fingerprint and folder; `code.py`: the episode code recorded beside it.
 - `results.py`: `results.jsonl`, its one writer (the folder lock) and the pending tasks.
 - `episode.py`: one episode in a worker.
 - `pool/`: where episodes run (thread/process slots, Ray).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,12 +21,22 @@ from typing import Any
 
 from pos_bench.loop import RetryBudget
 from pos_bench.redact import Redactor, redactor_for
+from pos_bench.runner.code import CodeRecord, check_code, code_record
 from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
 from pos_bench.runner.progress import Progress
-from pos_bench.runner.results import ResultsFile, RunLocked, pending_tasks, record, trials_of, writer_lock
+from pos_bench.runner.results import (
+    NO_SPACE,
+    DiskFull,
+    ResultsFile,
+    RunLocked,
+    pending_tasks,
+    record,
+    trials_of,
+    writer_lock,
+)
 from pos_bench.runner.summary import Summary, summarize, write_summary
 from pos_bench.transcript import write_result
 from pos_bench.types import Task, to_jsonable
@@ -33,6 +44,7 @@ from pos_bench.types import Task, to_jsonable
 __all__ = [
     "RECORDS",
     "ConfigError",
+    "DiskFull",
     "Prepared",
     "RunInterrupted",
     "RunLocked",
@@ -62,12 +74,31 @@ def run(
     runner = RunnerConfig(**cfg.get("runner", {}))
     redactor = redactor_for(cfg)
     check_folder(run_dir, identity)
+    try:
+        return play_run(cfg, run_dir, labels, prepared, identity, runner, redactor)
+    except OSError as error:
+        if error.errno in NO_SPACE:
+            raise DiskFull.from_error(error, run_dir) from error
+        raise
+
+
+def play_run(
+    cfg: Mapping[str, Any],
+    run_dir: Path,
+    labels: Mapping[str, Any],
+    prepared: Prepared,
+    identity: RunIdentity,
+    runner: RunnerConfig,
+    redactor: Redactor,
+) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     with writer_lock(run_dir):
         results = ResultsFile(run_dir / "results.jsonl", redactor)
+        history = code_history(run_dir, code_record(), runner.allow_code_change)
         episodes = trials_of(prepared.tasks, runner.trials)
         todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors, trials=runner.trials)
-        write_run_json(run_dir, cfg, labels, prepared, identity, redactor)
+        history[-1]["tasks"] = list(dict.fromkeys([*history[-1].get("tasks", []), *(t.id for t in todo)]))
+        write_run_json(run_dir, cfg, labels, prepared, identity, redactor, history)
         play_pending(cfg, run_dir, runner, episodes, todo, results)
         wanted = {(t.id, t.trial) for t in episodes}
         rows = [r for r in results.read() if (r.task_id, r.trial) in wanted]
@@ -83,11 +114,15 @@ def write_run_json(
     prepared: Prepared,
     identity: RunIdentity,
     redactor: Redactor,
+    history: list[dict[str, Any]],
 ) -> None:
-    """The run's `run.json`: labels, identity, the model's description and the config it ran with."""
+    """The run's `run.json`: labels, identity, the episode code, the model's description and the config it ran
+    with."""
     meta = {
         "labels": dict(labels),
         "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
+        "code": {**history[-1]["record"]},
+        "code_history": [{k: v for k, v in h.items() if k != "record"} for h in history],
         "model": prepared.description,
         "upstream": prepared.upstream,
         "config": cfg,
@@ -95,6 +130,35 @@ def write_run_json(
         "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
     }
     write_result(run_dir / "run.json", meta, redactor)
+
+
+def code_history(run_dir: Path, current: CodeRecord, allow_change: bool) -> list[dict[str, Any]]:
+    """The folder's `code_history` with `current` last: refused (`CodeChanged`) when the recorded code differs
+    and no override is given. A folder from before code was recorded resumes with a printed note."""
+    path = run_dir / "run.json"
+    recorded: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeError):
+            recorded = {}
+        if not isinstance(recorded, dict):
+            recorded = {}
+        if "code" not in recorded:
+            print(
+                f"note: {path} records no code (written before code was recorded); resuming, and the code "
+                "of the episodes played from now on is recorded.",
+                flush=True,
+            )
+    changed = check_code(recorded.get("code"), current, allow_change=allow_change)
+    history = [dict(h) for h in recorded.get("code_history") or [] if isinstance(h, dict)]
+    if history and history[-1].get("digest") == current.digest:
+        history[-1]["record"] = current.as_json()
+        return history
+    history.append(
+        {"digest": current.digest, "commit": current.commit, "changed": changed, "record": current.as_json()}
+    )
+    return history
 
 
 def play_pending(

@@ -182,12 +182,16 @@ class RunIndex:
         if not self.path.is_file():
             return []
         try:
-            return list(json.loads(self.path.read_text(encoding="utf-8")))
-        except (ValueError, UnicodeError) as error:
+            entries = json.loads(self.path.read_text(encoding="utf-8"))
+            problem = index_problem(entries, self.root)
+        except (ValueError, UnicodeError, RecursionError) as error:
+            problem = f"{type(error).__name__}: {str(error)[:200]}"
+        if problem:
             raise RunMismatch(
-                f"{self.path} is not a run index ({error}); move it aside and rerun (the run folders beside it "
-                "are kept and re-registered)."
-            ) from error
+                f"{self.path} is not a run index ({problem}); nothing was run. Move it aside and rerun (the run "
+                "folders beside it are kept and re-registered)."
+            )
+        return entries
 
     def folder_for(self, run: RunIdentity, overrides: Iterable[str] = ()) -> Path:
         """The folder of `run`: the one registered for its fingerprint, else a new one (registered now)."""
@@ -216,6 +220,25 @@ class RunIndex:
             tmp.write_text(json.dumps(entries, indent=1, ensure_ascii=False), encoding="utf-8")
             tmp.replace(self.path)
             return self.root / folder
+
+
+def index_problem(entries: Any, root: Path) -> str | None:
+    """What is wrong with a parsed `index.json`, or None: it must be a list of entries, each with a string
+    `fingerprint`, a `settings` object and a `folder` that is one plain name inside `root`."""
+    if not isinstance(entries, list):
+        return f"a list of runs expected, found {type(entries).__name__}"
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict):
+            return f"entry {number} is {type(entry).__name__}, not an object"
+        fields = (("folder", str), ("fingerprint", str), ("settings", dict))
+        for key, kind in fields:
+            if not isinstance(entry.get(key), kind):
+                return f"entry {number} has no {kind.__name__} {key!r}"
+        folder = entry["folder"]
+        plain = folder not in ("", ".", "..") and not any(c in folder for c in "/\\\0")
+        if not plain or (root / folder).resolve().parent != root.resolve():
+            return f"entry {number}'s folder {folder[:80]!r} is not a folder name inside {root}"
+    return None
 
 
 def check_folder(folder: Path, run: RunIdentity) -> None:

@@ -71,6 +71,9 @@ class RunnerConfig:
     trials: int = 1
     """K: each task is played K times in one run, one row per (task, trial). Not part of the fingerprint, so
     raising it continues a run (only the new trials are played)."""
+    allow_code_change: bool = False
+    """Resume a run folder whose episodes ran on other code (`runner/code.py`); which episodes ran on which
+    code is kept in `run.json`'s `code_history`."""
 
     def __post_init__(self) -> None:
         if self.trials < 1:

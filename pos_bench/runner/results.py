@@ -5,8 +5,10 @@ folder's lock keeps a second process from writing the same file."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -128,10 +130,36 @@ class ResultsFile:
 
     def append(self, result: EpisodeResult) -> None:
         line = self._line(result)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as error:
+            if error.errno in NO_SPACE:
+                raise DiskFull.from_error(error, self.path) from error
+            raise
+
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""Write failures that mean the disk (or the user's quota) is full."""
+
+
+class DiskFull(RuntimeError):
+    """A write failed for lack of space: the run stops (exit code 3); what finished is kept for the resume."""
+
+    @classmethod
+    def from_error(cls, error: OSError, fallback: Path) -> DiskFull:
+        path = Path(error.filename) if error.filename else fallback
+        folder = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+        try:
+            free = f"{shutil.disk_usage(folder).free / 1e6:.1f} MB free there now"
+        except OSError:
+            free = "free space unknown"
+        return cls(
+            f"no space left writing {path} ({os.strerror(error.errno)}; {free}). The run stopped; finished "
+            "episodes are kept. Free some space, then run the same command again to resume."
+        )
 
 
 class RunLocked(RuntimeError):

@@ -130,3 +130,38 @@ def test_a_run_folder_path_pastes_into_an_override():
     path = f"results/toy/raw/scripted/{folder_name(overrides, 'abcd1234')}"
     assert "=" not in path and "," not in path
     assert OverridesParser.create().parse_override(f"model.run={path}").value() == path
+
+
+@pytest.mark.parametrize(
+    ("index_json", "named"),
+    [
+        ('{"folder": "x"}', "a list of runs expected"),
+        ("[1]", "not an object"),
+        ('[{"folder": "x", "settings": {}}]', "'fingerprint'"),
+        ('[{"folder": 7, "fingerprint": "f", "settings": {}}]', "'folder'"),
+        ('[{"folder": "..", "fingerprint": "f", "settings": {}}]', "not a folder name inside"),
+        ('[{"folder": "../../etc", "fingerprint": "f", "settings": {}}]', "not a folder name inside"),
+        ('[{"folder": "/tmp", "fingerprint": "f", "settings": {}}]', "not a folder name inside"),
+        ("[[[", "JSONDecodeError"),
+    ],
+)
+def test_an_index_of_the_wrong_shape_or_with_an_outside_folder_is_refused_in_one_line(
+    tmp_path, index_json, named
+):
+    (tmp_path / "index.json").write_text(index_json)
+    with pytest.raises(RunMismatch) as refused:
+        RunIndex(tmp_path).folder_for(run_identity(cfg(), SCRIPTED))
+    message = str(refused.value)
+    assert named in message and "\n" not in message and "nothing was run" in message
+
+
+def test_a_link_leading_out_of_the_results_root_is_refused(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "escape").symlink_to(tmp_path)
+    a = run_identity(cfg(), SCRIPTED)
+    (root / "index.json").write_text(
+        json.dumps([{"folder": "escape", "fingerprint": a.fingerprint, "settings": {}}])
+    )
+    with pytest.raises(RunMismatch, match="not a folder name inside"):
+        RunIndex(root).folder_for(a)
