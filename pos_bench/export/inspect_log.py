@@ -288,6 +288,7 @@ def eval_log(run: Run):
     model = model_id(meta, run)
     samples = [sample(run.folder, row, model) for row in episode_rows(run)]
     starts = [s.started_at for s in samples if s.started_at]
+    unfinished = bool({"in progress", "interrupted"} & set(run.flags))
     ends = [s.completed_at for s in samples if s.completed_at]
     roles: dict[str, Any] = {}
     for s in samples:
@@ -316,12 +317,12 @@ def eval_log(run: Run):
         },
     )
     return EvalLog(
-        status="started" if "in progress" in run.flags else "success",
+        status="started" if unfinished else "success",
         eval=spec,
         results=results(samples),
         stats=EvalStats(
             started_at=min(starts) if starts else "",
-            completed_at=max(ends) if ends and "in progress" not in run.flags else "",
+            completed_at=max(ends) if ends and not unfinished else "",
             model_usage={model: sum(roles.values(), ModelUsage())},
             role_usage=roles,
         ),
