@@ -254,6 +254,7 @@ def _loca() -> dict[str, Any]:
         "seeds": [42, 123],
         "scales": ["8k", "16k"],
         "max_turns": 10,
+        "truth": True,
     }
 
 

@@ -82,10 +82,11 @@ FAILED = frozenset({"invalid", "unknown_tool", "error"})
 class LocaEnv:
     """One mini-LOCA episode at a time; the workspace lives in a temporary folder removed on close/reset."""
 
-    def __init__(self, *, max_tool_uses: int = 100, truth: bool = True):
+    def __init__(self, *, max_tool_uses: int = 100, truth: bool = False):
         self.max_tool_uses = max_tool_uses
         self.keeps_truth = truth
-        """Read the whole workspace for `truth()`; its cost grows with the case's scale."""
+        """Read the whole workspace for `truth()`; its cost grows with the case's scale (off by default: at
+        large scales it costs more than the step)."""
         self._root: Path | None = None
 
     def reset(self, task: Task) -> Observation:
@@ -212,7 +213,7 @@ class LocaBenchmark:
         limit: int | None = None,
         max_turns: int = 100,
         max_tool_uses: int = 100,
-        truth: bool = True,
+        truth: bool = False,
     ):
         for label, values, choices in (("families", families, tuple(FAMILIES)), ("scales", scales, SCALES)):
             unknown = [v for v in values if v not in choices]

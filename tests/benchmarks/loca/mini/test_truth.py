@@ -11,7 +11,7 @@ from pos_bench.types import ToolCall
 
 
 def test_the_truth_follows_the_workspace_and_claims_score_against_it() -> None:
-    bench = LocaBenchmark(families=["inventory_alert"], seeds=[3])
+    bench = LocaBenchmark(families=["inventory_alert"], seeds=[3], truth=True)
     task = bench.tasks()[0]
     rows = generate("inventory_alert", 3, "8k").truth["rows"]
     sku, _, stock, threshold, _ = rows[0]
