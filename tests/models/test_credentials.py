@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tests.models.stub_openai_server import StubOpenAI
 
@@ -32,16 +34,23 @@ def cli(root: Path, *overrides: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_credential_in_the_url_reaches_no_file_and_no_output(tmp_path):
+@pytest.mark.parametrize("check_endpoints", ["true", "false"])
+def test_a_credential_in_the_url_reaches_no_file_and_no_output(tmp_path, check_endpoints):
+    """With the endpoint check on, the run stops at the check (its message names the URL, redacted); off, the run
+    itself reaches the server."""
     with StubOpenAI() as stub:
         host = stub.url.removeprefix("http://")
-        done = cli(tmp_path, f'model.base_url="http://user:{SECRET}@{host}/v1?api-key={SECRET}"')
-        assert stub.requests  # the run reached the server
+        url = f'model.base_url="http://user:{SECRET}@{host}/v1?api-key={SECRET}"'
+        done = cli(tmp_path, url, f"runner.check_endpoints={check_endpoints}")
+        assert stub.requests or check_endpoints == "true"  # the run reached the server
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     leaks = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert leaks == []
     lines = [line for line in (done.stdout + done.stderr).splitlines() if SECRET in line]
     assert lines == []
+    if check_endpoints == "true":  # stopped at the check, which names the URL without its credentials
+        assert done.returncode == 2
+        return
     (log,) = tmp_path.rglob("__main__.log")
     assert "HTTP Request: POST http://[redacted]@" in log.read_text()  # the request log was written, scrubbed
     assert any(p.name == "run.json" for p in files) and any(p.name == "index.json" for p in files)

@@ -28,7 +28,8 @@ def config(tmp_path: Path, model: dict, *, n_tasks: int = 2, max_turns: int = 3)
         "method": {"_target_": "baselines.raw.RawHistory", "_partial_": True},
         "model": model,
         "roles": {},
-        "runner": {"n_jobs": 1, "backend": "threading", "progress": False},
+        # the stubs serve any model id; the endpoint check (which asks for the served ids) is not under test here
+        "runner": {"n_jobs": 1, "backend": "threading", "progress": False, "check_endpoints": False},
         "cache": {"mode": "read_write", "path": str(tmp_path / "cache" / "responses.sqlite")},
         "retry": {"max_attempts": 2, "initial_wait": 0.01, "jitter": 0.0},
     }

@@ -117,7 +117,8 @@ def test_rca_under_pos_shows_no_format_example_or_hint():
     agent = next(e for e in log.of_kind("call") if e["role"] == "agent")
     user = agent["prompt"]["messages"][1]["content"]
     assert REASONING_HINT not in user and "Example" not in user
-    assert user.index("Current observation:") < 5
+    # the tool catalog opens the prompt (it never changes, so a prefix cache keeps it); the observation follows
+    assert user.startswith("Available tools:") and "Current observation:" in user
 
 
 def test_t63_a_terminal_belief_failure_reaches_the_result_and_transcript_with_the_spec_step():

@@ -179,7 +179,9 @@ def test_a_key_echoed_in_a_401_body_reaches_no_file(monkeypatch, tmp_path):
     monkeypatch.setenv("STUB_RUN_KEY", KEY)
     with EchoesTheKey() as server:
         summary = play(config(tmp_path, openai_node(server.url)), tmp_path / "run")
-    assert summary.errors == 6 and "401" in summary.error_causes[0].cause
+    # a 401 is a request the server refused before the model acted: `refused`, kept apart (failure ledger)
+    rows = (tmp_path / "run" / "results.jsonl").read_text()
+    assert summary.refused == 6 and rows.count("401") >= 6
     assert_no_key_in(tmp_path)
     written = [p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert sum("[redacted $STUB_RUN_KEY]" in text for text in written) >= 3  # the echo did reach the files

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.runner import run
+from pos_bench.transcript import episode_dir
 from tests.models.stub_openai_server import PATIENT, StubOpenAI, call_by_seeded_draw, seeded_heads
 
 KEY = "sk-trials-key"
@@ -83,8 +84,9 @@ def test_five_trials_count_the_seeded_draws_of_every_task(stub, tmp_path):
     assert all(body.get("seed") != 0 for body in stub.requests)  # trial 0 sends none: its request is today's
     assert summary.episodes == 5 * N_TASKS
     assert summary.success_rate == pytest.approx(sum(by_hand.values()) / (5 * N_TASKS))
-    assert (tmp_path / "run" / "episodes" / "coin-03" / "events.jsonl").is_file()
-    assert (tmp_path / "run" / "episodes" / "coin-03@t4" / "events.jsonl").is_file()
+    assert (episode_dir(tmp_path / "run", "coin-03", 0) / "events.jsonl").is_file()
+    assert (episode_dir(tmp_path / "run", "coin-03", 4) / "events.jsonl").is_file()
+    assert episode_dir(tmp_path / "run", "coin-03", 4).name.endswith("@t4")
 
 
 def test_a_replay_reproduces_every_trial(stub, tmp_path, monkeypatch):
