@@ -293,6 +293,9 @@ class EpisodeResult:
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
+CACHE_COUNTS = ("cached_input_tokens", "cache_write_tokens")
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn records (and containers of them) into JSON-ready values."""
     kind = type(value)
@@ -302,6 +305,8 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if kind is list or kind is tuple:
         return [to_jsonable(v) for v in value]
+    if kind is Usage:  # the prompt-cache counts only when a server reported some: older files read back as written
+        return {k: v for k, v in dataclasses.asdict(value).items() if v or k not in CACHE_COUNTS}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump"):
