@@ -448,6 +448,8 @@ def test_a_process_that_froze_objects_itself_keeps_them_frozen():
         frozen = gc.get_freeze_count()
         with shorter_gc_pauses():
             pass
-        assert gc.get_freeze_count() == frozen
+        # an unfreeze would empty the permanent generation; a frozen object freed meanwhile by another thread
+        # of the test process (a stub server from an earlier test) may lower the count by a few
+        assert gc.get_freeze_count() > 0.99 * frozen
     finally:
         gc.unfreeze()
