@@ -106,8 +106,9 @@ def run_command(cfg: DictConfig) -> JobOutcome:
         if extra:
             print(redactor.text(extra))
     print(f"results: {run_dir}")
-    if summary.episodes and summary.errors == summary.episodes:
-        cause = summary.error_causes[0].cause if summary.error_causes else "see the causes above"
+    if summary.episodes and summary.errors + summary.refused + summary.overflow == summary.episodes:
+        # nothing was played: every episode errored, or the server refused (or overflowed on) its first request
+        cause = summary.error_causes[0].cause if summary.error_causes else "refused by the server, see above"
         return JobOutcome(dict(labels), summary, str(run_dir), f"every episode errored ({cause})", 1)
     return JobOutcome(dict(labels), summary, str(run_dir))
 
