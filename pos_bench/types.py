@@ -305,7 +305,7 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if kind is list or kind is tuple:
         return [to_jsonable(v) for v in value]
-    if kind is Usage:  # the prompt-cache counts only when a server reported some: older files read back as written
+    if kind is Usage:  # cache counts only when a server reported some: older files read back as written
         return {k: v for k, v in dataclasses.asdict(value).items() if v or k not in CACHE_COUNTS}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
