@@ -30,8 +30,12 @@ def imported(*args: str) -> tuple[set[str], subprocess.CompletedProcess]:
 
 @pytest.mark.parametrize(
     "args",
-    [("--cfg", "job", "bench=toy"), ("bench=toy", "model=scripted", "method=nope")],
-    ids=["cfg", "bad"],
+    [
+        ("--cfg", "job", "bench=toy"),
+        ("bench=toy", "model=scripted", "method=nope"),
+        ("bench=toy", "model=scripted", "method=raw", "bench.n_taks=3"),
+    ],
+    ids=["cfg", "bad-choice", "misspelt-key"],
 )
 def test_a_config_answer_imports_no_heavy_library(args):
     packages, done = imported(*args)

@@ -171,7 +171,13 @@ def play_pending(
 ) -> None:
     """Play `todo` on the configured pool, appending each result as it comes; Ctrl-C keeps what finished."""
     total = len(tasks)
-    progress = Progress(run_dir, total=total, finished=total - len(todo), enabled=runner.progress)
+    progress = Progress(
+        run_dir,
+        total=total,
+        finished=total - len(todo),
+        enabled=runner.progress,
+        turn_budget=cfg["bench"].get("max_turns"),
+    )
     try:
         with session(runner.placement(), cfg) as pool, shorter_gc_pauses():
             for result in played(cfg, run_dir, runner, pool, todo, progress):

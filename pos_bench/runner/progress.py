@@ -2,11 +2,18 @@
 
 Live counts come from the episodes' own `events.jsonl` (each worker flushes every event), read incrementally,
 so no channel between workers and the main process is needed.
+
+The ETA is counted in model calls, not episodes, so it appears within the first calls instead of after the
+first episode: the run's measured throughput (calls per second, all workers together) against the calls still
+expected, an episode being expected to cost the mean of the episodes finished in this session or, before any
+has finished, the calls per turn measured so far times the turn budget (an upper bound: episodes that succeed
+end early, and the estimate falls as they do).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -15,6 +22,45 @@ from tqdm import tqdm
 from pos_bench import events
 from pos_bench.transcript import episode_dir
 from pos_bench.types import EpisodeResult, Task
+
+
+def eta_seconds(
+    *,
+    elapsed: float,
+    calls: int,
+    turns: int,
+    finished_calls: list[int],
+    running_calls: list[int],
+    waiting: int,
+    turn_budget: int | None,
+) -> float | None:
+    """Seconds until the run ends, or None before anything has been measured.
+
+    `calls`/`turns`: made by this session so far (finished and running episodes); `finished_calls`: calls of each
+    episode this session finished; `running_calls`: calls so far of each episode in flight; `waiting`: episodes
+    not started yet."""
+    if elapsed <= 0 or calls <= 0:
+        return None
+    if finished_calls:
+        per_episode = statistics.fmean(finished_calls)
+    elif turns and turn_budget:
+        per_episode = calls / turns * turn_budget
+    else:
+        return None
+    remaining = waiting * per_episode + sum(max(per_episode - done, 0.0) for done in running_calls)
+    return remaining / (calls / elapsed)
+
+
+def clock(seconds: float | None) -> str:
+    """`2h05m`, `7m30s`, `45s`; `?` when unknown."""
+    if seconds is None:
+        return "?"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 class Live:
@@ -46,14 +92,35 @@ class Progress:
     """`tick` reads the live counts at most once per `interval` seconds, and never when the bar is off: a
     backend ticks at every finished episode, and each read opens every in-flight episode's transcript."""
 
-    def __init__(self, run_dir: Path, *, total: int, finished: int, enabled: bool, interval: float = 1.0):
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        total: int,
+        finished: int,
+        enabled: bool,
+        interval: float = 1.0,
+        turn_budget: int | None = None,
+    ):
         self.run_dir = run_dir
         self.enabled = enabled
         self.interval = interval
+        self.turn_budget = turn_budget
+        self.total = total
+        self.started = time.monotonic()
         self._read_at = float("-inf")
-        self.bar = tqdm(total=total, initial=finished, disable=not enabled, desc="episodes", unit="ep")
+        # tqdm's own remaining time counts episodes (`?` until one ends); the postfix carries the call-based ETA
+        self.bar = tqdm(
+            total=total,
+            initial=finished,
+            disable=not enabled,
+            desc="episodes",
+            unit="ep",
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+        )
         self.live: dict[tuple[str, int], Live] = {}
         self.turns = self.calls = self.errors = 0
+        self.finished_calls: list[int] = []
         self.saved = finished
         """Episodes with a row in `results.jsonl`, this run's included."""
 
@@ -71,20 +138,37 @@ class Progress:
 
     def finished(self, result: EpisodeResult) -> None:
         self.live.pop((result.task_id, result.trial), None)
+        calls = sum(u.calls for u in result.usage.values())
         self.turns += result.turns
-        self.calls += sum(u.calls for u in result.usage.values())
+        self.calls += calls
+        if result.status != "error":  # an episode cut short by an error says little of what one costs
+            self.finished_calls.append(calls)
         self.errors += result.status == "error"
         self.saved += 1
         self.bar.update(1)
         self._show()
+
+    def eta(self) -> float | None:
+        """Seconds until the run ends, from the calls measured so far (`eta_seconds`)."""
+        return eta_seconds(
+            elapsed=time.monotonic() - self.started,
+            calls=self.calls + sum(x.calls for x in self.live.values()),
+            turns=self.turns + sum(x.turns for x in self.live.values()),
+            finished_calls=self.finished_calls,
+            running_calls=[x.calls for x in self.live.values()],
+            waiting=max(self.total - self.saved - len(self.live), 0),
+            turn_budget=self.turn_budget,
+        )
 
     def _show(self) -> None:
         if not self.enabled:
             return
         turns = self.turns + sum(x.turns for x in self.live.values())
         calls = self.calls + sum(x.calls for x in self.live.values())
-        self.bar.set_postfix(
-            turns=turns, calls=calls, errors=self.errors, running=len(self.live), refresh=True
+        self.bar.set_postfix_str(
+            f"eta {clock(self.eta())}, turns={turns}, calls={calls}, errors={self.errors}, "
+            f"running={len(self.live)}",
+            refresh=True,
         )
 
     def close(self) -> None:

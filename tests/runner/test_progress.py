@@ -1,7 +1,11 @@
 """The progress bar's live counts, read from the episodes' transcripts as they grow."""
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from pos_bench import events
-from pos_bench.runner.progress import Live, Progress
+from pos_bench.runner.progress import Live, Progress, clock, eta_seconds
 from pos_bench.transcript import Transcript, episode_dir
 from pos_bench.types import EpisodeResult, Task, Usage
 
@@ -53,3 +57,70 @@ def test_ticks_read_transcripts_at_most_once_per_interval_and_never_when_off(tmp
     assert slow.live[(running.id, running.trial)].turns == 1
     for progress in (off, slow):
         progress.close()
+
+
+def test_eta_appears_from_the_first_turns_before_any_episode_ends():
+    # 6 calls over 2 turns in 60 s, a 50-turn budget: 150 calls an episode, 144 left of the running one and
+    # 9 episodes waiting, at 0.1 calls/s
+    eta = eta_seconds(
+        elapsed=60.0, calls=6, turns=2, finished_calls=[], running_calls=[6], waiting=9, turn_budget=50
+    )
+    assert eta == pytest.approx((144 + 9 * 150) / 0.1)
+    assert (
+        eta_seconds(
+            elapsed=5.0, calls=1, turns=0, finished_calls=[], running_calls=[1], waiting=3, turn_budget=50
+        )
+        is None
+    )  # no turn measured yet
+    assert (
+        eta_seconds(
+            elapsed=0.0, calls=0, turns=0, finished_calls=[], running_calls=[], waiting=3, turn_budget=50
+        )
+        is None
+    )
+
+
+@given(
+    seconds_per_call=st.floats(0.1, 30.0),
+    calls_per_episode=st.lists(st.integers(1, 200), min_size=1, max_size=8),
+    left=st.integers(0, 200),
+)
+def test_after_finished_episodes_the_eta_is_their_time_times_the_episodes_left(
+    seconds_per_call, calls_per_episode, left
+):
+    # one worker, episodes played one after another at a steady seconds per call
+    elapsed = seconds_per_call * sum(calls_per_episode)
+    eta = eta_seconds(
+        elapsed=elapsed,
+        calls=sum(calls_per_episode),
+        turns=sum(calls_per_episode),
+        finished_calls=calls_per_episode,
+        running_calls=[],
+        waiting=left,
+        turn_budget=50,
+    )
+    per_episode = elapsed / len(calls_per_episode)
+    assert eta == pytest.approx(per_episode * left, rel=1e-6, abs=1e-6)
+
+
+def test_the_bar_shows_a_numeric_eta_once_a_turn_is_played(tmp_path, monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr("pos_bench.runner.progress.time.monotonic", lambda: now[0])
+    progress = Progress(tmp_path, total=4, finished=0, enabled=True, interval=0.0, turn_budget=10)
+    running = Task("toy/001")
+    log = Transcript(episode_dir(tmp_path, running.id) / "events.jsonl")
+    log.write(events.Call(role="agent"))
+    now[0] += 2.0
+    progress.tick([running])
+    assert progress.eta() is None and "eta ?" in str(progress.bar)
+    log.write(events.Step(turn=0))
+    now[0] += 2.0
+    progress.tick([running])
+    # 1 call per turn, 10 turns an episode: 9 calls left of the running one, 30 of the 3 waiting, 4 s a call
+    assert progress.eta() == pytest.approx((9 + 30) * 4.0)
+    assert "eta 2m36s" in str(progress.bar)
+    progress.close()
+
+
+def test_clock_reads_like_a_duration():
+    assert [clock(None), clock(45), clock(450), clock(7500)] == ["?", "45s", "7m30s", "2h05m"]

@@ -15,10 +15,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool  # loky's own is a subclass of it
 from typing import Any
-
-from joblib.externals.loky import ProcessPoolExecutor
-from joblib.externals.loky.process_executor import BrokenProcessPool
 
 from pos_bench.runner.pool.contract import Placement, Pool, Shared
 from pos_bench.types import EpisodeResult, Task
@@ -48,11 +46,13 @@ class Slot:
 
     def _started(self) -> Any:
         if self._executor is None:
-            self._executor = (
-                ThreadPoolExecutor(max_workers=1)
-                if self.backend == "threading"
-                else ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker)
-            )
+            if self.backend == "threading":
+                self._executor = ThreadPoolExecutor(max_workers=1)
+            else:
+                # imported here: joblib/loky costs a config error or `--cfg` nothing (tests/test_startup.py)
+                from joblib.externals.loky import ProcessPoolExecutor
+
+                self._executor = ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker)
         return self._executor
 
     def discard(self) -> None:
