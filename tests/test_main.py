@@ -47,7 +47,7 @@ def test_run_prints_the_summary_table(tmp_path):
 
 
 def test_overrides_compose(tmp_path):
-    cli(
+    out = cli(
         "bench=toy",
         "bench.limit=2",
         "bench.start=3",
@@ -59,6 +59,8 @@ def test_overrides_compose(tmp_path):
     )
     rows = (only_run(tmp_path, "toy/expert/scripted") / "results.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["task_id"] for x in rows) == ["toy/003", "toy/004"]
+    # two worker processes (loky) ended normally: no leaked-semaphore warning, no traceback
+    assert "leaked" not in out.stderr and "Traceback" not in out.stderr
 
 
 def test_keys_a_user_is_told_to_set_need_no_plus(tmp_path):
@@ -210,6 +212,7 @@ def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in err and "run the same command again to resume" in err
+    assert "leaked" not in err and "KeyboardInterrupt" not in err
     folder = only_run(tmp_path, "toy/raw/scripted")
     saved = len((folder / "results.jsonl").read_text().splitlines())
     assert f"interrupted: {saved} of 8 episodes are saved" in err
