@@ -640,3 +640,63 @@ def big_transcript_check(tmp: Path, megabytes: float = 90) -> list[Figure]:
             ok,
         )
     ]
+
+
+# --- 10. replay ----------------------------------------------------------------------------------------
+
+
+def replay_check(tmp: Path) -> list[Figure]:
+    """Record a run (OpenAI-compatible stub; the embedded SmolLM2 when installed), then replay it with
+    `model=replay model.run=<its model folder>`: the same rows, every call answered from the cache."""
+    import importlib.util
+
+    from tests.models.stub_openai_server import StubOpenAI
+
+    toy = ["bench=toy", "method=raw", "bench.n_tasks=2", "bench.max_turns=3", "runner.progress=false"]
+    notes = []
+    good = trials = lost = 0
+    stub = StubOpenAI().start()
+    recordings = {
+        "openai": [*remote(stub.url)[2:], "runner.check_endpoints=false"],
+        "smollm2": ["model=smollm2", "model.max_tokens=64"],
+    }
+    for name, model in recordings.items():
+        if name == "smollm2" and importlib.util.find_spec("xllamacpp") is None:
+            notes.append("embedded: skipped (xllamacpp not installed)")
+            continue
+        trials += 1
+        root = tmp / f"replay_{name}"
+        recorded = cli([*toy, *model], root)
+        if name == "openai":
+            stub.stop()  # a replay that reached the server would now fail
+        model_folder = root / "toy" / "raw" / name
+        replayed = cli([*toy, "model=replay", f"model.run={model_folder}"], root)
+        before, after = the_folder(model_folder), the_folder(root / "toy" / "raw" / "replay")
+        rows = {r["task_id"]: {k: v for k, v in r.items() if k != "seconds"} for r in raw_rows(before)}
+        again = {r["task_id"]: {k: v for k, v in r.items() if k != "seconds"} for r in raw_rows(after)}
+        calls = [
+            event
+            for path in after.glob("episodes/*/events.jsonl")
+            for event in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+            if event.get("kind") in ("call", "call_error")
+        ]
+        live = sum(not event.get("cached") for event in calls)
+        lost += len(set(rows) - set(again))
+        ok = recorded.returncode == replayed.returncode == 0 and len(rows) == 2 and rows == again and calls
+        ok = ok and not live
+        good += bool(ok)
+        notes.append(
+            f"{name}: rows {len(rows)} → {len(again)}, identical {rows == again}, {len(calls)} calls replayed, "
+            f"{live} made to a model; exits {recorded.returncode}/{replayed.returncode}"
+            + ("" if ok else f" ({last_line(replayed.stderr or recorded.stderr)})")
+        )
+    stub.stop()
+    return [
+        Figure(
+            "record, then replay with model=replay",
+            "; ".join(notes),
+            good == trials > 0,
+            trials=trials,
+            lost=lost,
+        )
+    ]

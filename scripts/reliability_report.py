@@ -496,6 +496,7 @@ def main() -> int:
             ("sigterm", lambda: guarantees.sigterm_check(tmp, 2 if quick else 5, rng)),
             ("big reply", lambda: guarantees.big_reply_check(tmp)),
             ("big transcript", lambda: guarantees.big_transcript_check(tmp)),
+            ("replay", lambda: guarantees.replay_check(tmp)),
         ]
         chosen = set(options.only.split(",")) if options.only else {name for name, _ in campaigns}
         unknown = chosen - {name for name, _ in campaigns}
