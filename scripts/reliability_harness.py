@@ -19,6 +19,18 @@ SHARED = Path(os.environ.get("POS_BENCH_SHARED", REPO.parent / "shared"))
 TOY = ["bench=toy", "method=raw", "model=scripted", "runner.progress=false"]
 
 
+def remote(url: str) -> list[str]:
+    """The toy benchmark played by `model=openai` against an OpenAI-compatible server at `url`."""
+    return [
+        "bench=toy",
+        "method=raw",
+        "model=openai",
+        f"model.base_url={url}/v1",
+        "model.api_key_env=null",
+        "runner.progress=false",
+    ]
+
+
 @dataclass
 class Figure:
     """One line of the campaign's table: what was tried, how often, what it cost, and whether it held."""

@@ -5,10 +5,10 @@ duplicated, mixed or leaked, or a guarantee failed.
     uv run python scripts/reliability_report.py            # the full campaign
     uv run python scripts/reliability_report.py --quick    # fewer kills, repeats and trials (CI)
 
-Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30 (task
-ids, deadlines, a full disk, code changes, credentials, typed-wrong rows, SIGTERM, sizes) are in
-`reliability_guarantees.py`; what the checks share is in `reliability_harness.py`. The full-disk check mounts a
-tmpfs (root only; skipped with the reason otherwise).
+Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30 are in
+`reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py` (task ids, code
+changes, typed-wrong rows, sizes, replay); what the checks share is in `reliability_harness.py`. The full-disk check
+mounts a tmpfs (root only; skipped with the reason otherwise).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import reliability_guarantees as guarantees
+import reliability_faults as faults
+import reliability_inputs as inputs
 from reliability_harness import (
     REPO,
     SHARED,
@@ -487,16 +488,16 @@ def main() -> int:
             ("settings", lambda: settings_campaign(tmp)),
             ("echoed key", lambda: echo_campaign(tmp)),
             ("bad files", lambda: bad_files_campaign(tmp)),
-            ("ids", lambda: guarantees.ids_check(tmp, 1 if quick else 2)),
-            ("drip", lambda: guarantees.drip_check(tmp, [2.0] if quick else [2.0, 3.0, 5.0])),
-            ("disk full", lambda: guarantees.disk_full_check(tmp, 1 if quick else 3, rng)),
-            ("code change", lambda: guarantees.code_change_check(tmp)),
-            ("credentials", lambda: guarantees.credentials_check(tmp)),
-            ("typed rows", lambda: guarantees.typed_wrong_check(tmp, 2 if quick else 4)),
-            ("sigterm", lambda: guarantees.sigterm_check(tmp, 2 if quick else 5, rng)),
-            ("big reply", lambda: guarantees.big_reply_check(tmp)),
-            ("big transcript", lambda: guarantees.big_transcript_check(tmp)),
-            ("replay", lambda: guarantees.replay_check(tmp)),
+            ("ids", lambda: inputs.ids_check(tmp, 1 if quick else 2)),
+            ("drip", lambda: faults.drip_check(tmp, [2.0] if quick else [2.0, 3.0, 5.0])),
+            ("disk full", lambda: faults.disk_full_check(tmp, 1 if quick else 3, rng)),
+            ("code change", lambda: inputs.code_change_check(tmp)),
+            ("credentials", lambda: faults.credentials_check(tmp)),
+            ("typed rows", lambda: inputs.typed_wrong_check(tmp, 2 if quick else 4)),
+            ("sigterm", lambda: faults.sigterm_check(tmp, 2 if quick else 5, rng)),
+            ("big reply", lambda: inputs.big_reply_check(tmp)),
+            ("big transcript", lambda: inputs.big_transcript_check(tmp)),
+            ("replay", lambda: inputs.replay_check(tmp)),
         ]
         chosen = set(options.only.split(",")) if options.only else {name for name, _ in campaigns}
         unknown = chosen - {name for name, _ in campaigns}
