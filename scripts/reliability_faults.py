@@ -1,7 +1,7 @@
-"""The fault checks of issue 30 for `scripts/reliability_report.py`: a server that drip-feeds its replies (call and
-episode deadlines), a disk that fills mid-run, credentials in a model URL, SIGTERM. Each is a real end-to-end trial
-(`python -m pos_bench` in a subprocess, a loopback server, a tmpfs, a signal) returning `Figure`s that count rows
-lost, duplicated, mixed and secrets leaked."""
+"""The fault checks of issue 30 for `scripts/reliability_report.py`: a server that drip-feeds its replies
+(call and episode deadlines), a disk that fills mid-run, credentials in a model URL, SIGTERM. Each is a real
+end-to-end trial (`python -m pos_bench` in a subprocess, a loopback server, a tmpfs, a signal) returning
+`Figure`s that count rows lost, duplicated, mixed and secrets leaked."""
 
 from __future__ import annotations
 
@@ -235,7 +235,8 @@ def disk_full_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
     return [
         Figure(
             name,
-            f"{good}/{trials} runs stopped with the one message and exit 3, then resumed to {n}/{n} rows, each "
+            f"{good}/{trials} runs stopped with the one message and exit 3, then resumed to {n}/{n} rows, "
+            "each "
             f"with its result.json {'; '.join(notes)}",
             good == trials,
             trials=trials,
@@ -356,7 +357,8 @@ def sigterm_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
     return [
         Figure(
             "SIGTERM to the main process mid-run, then the same command",
-            f"{good}/{trials} runs: exit 143 with the resume line, no traceback, no leaked-semaphore warning, "
+            f"{good}/{trials} runs: exit 143 with the resume line, no traceback, no leaked-semaphore "
+            "warning, "
             f"nothing left in TMPDIR, no worker alive; resumed to {n}/{n} rows {'; '.join(notes)}",
             good == trials,
             trials=trials,

@@ -1,7 +1,8 @@
-"""The input checks of issue 30 for `scripts/reliability_report.py`: hostile and colliding task ids, a prompt edited
-between two runs, typed-wrong hand edits of results.jsonl, a 10 MB reply, the report of a 90 MB transcript, and a
-recorded run replayed. Each is a real end-to-end trial (`python -m pos_bench` in a subprocess, loopback servers, a
-copy of the repository) returning `Figure`s that count rows lost, duplicated, mixed and secrets leaked."""
+"""The input checks of issue 30 for `scripts/reliability_report.py`: hostile and colliding task ids, a prompt
+edited between two runs, typed-wrong hand edits of results.jsonl, a 10 MB reply, the report of a 90 MB
+transcript, and a recorded run replayed. Each is a real end-to-end trial (`python -m pos_bench` in a subprocess,
+loopback servers, a copy of the repository) returning `Figure`s that count rows lost, duplicated, mixed and
+secrets leaked."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def ids_check(tmp: Path, trials: int) -> list[Figure]:
     return [
         Figure(
             "task ids ., .., a/b, café (NFC, NFD), cafè, case x, case__x, Case X, ../../escape in one run",
-            f"{good}/{trials} runs with one folder per episode holding its own id, {len(ODD_IDS)} ids ({shown}); "
+            f"{good}/{trials} runs with one folder per episode holding its own id, {len(ODD_IDS)} ids "
+            f"({shown}); "
             f"resume rewrote nothing; {'; '.join(notes)}",
             good == trials,
             trials=trials,
@@ -144,9 +146,12 @@ def code_change_check(tmp: Path) -> list[Figure]:
     return [
         Figure(
             "a benchmark prompt edited between two runs of one command",
-            f"without the override: exit {refused.returncode}, {len(errors)} line ({last_line(refused.stderr)!r}),"
-            f" rows untouched {untouched}, no episode started {no_episode}; with it: exit {override.returncode}, "
-            f"{len(rows)}/{n} rows, code_history {[(h.get('changed'), len(h.get('tasks', []))) for h in history]}",
+            f"without the override: exit {refused.returncode}, {len(errors)} line "
+            f"({last_line(refused.stderr)!r}),"
+            f" rows untouched {untouched}, no episode started {no_episode}; with it: exit "
+            f"{override.returncode}, "
+            f"{len(rows)}/{n} rows, code_history "
+            f"{[(h.get('changed'), len(h.get('tasks', []))) for h in history]}",
             first.returncode == 0 and stopped and override.returncode == 0 and recorded,
             trials=2,
             lost=lost,
@@ -239,8 +244,8 @@ def big_reply_check(tmp: Path, megabytes: int = 10) -> list[Figure]:
 
 
 def big_transcript_check(tmp: Path, megabytes: float = 90) -> list[Figure]:
-    """The HTML report of a run whose one transcript is `megabytes` MB, built by `python -m pos_bench.report` in a
-    child whose peak RSS is measured."""
+    """The HTML report of a run whose one transcript is `megabytes` MB, built by `python -m pos_bench.report`
+    in a child process whose peak RSS is measured."""
     from measure_report import grow_transcript
 
     root = tmp / "big_transcript"
@@ -273,7 +278,8 @@ def big_transcript_check(tmp: Path, megabytes: float = 90) -> list[Figure]:
     return [
         Figure(
             f"the HTML report of a {megabytes:g} MB transcript",
-            f"transcript {grown / 1e6:.0f} MB → page {size / 1e6:.2f} MB, built in {usage.ru_utime + usage.ru_stime:.1f}"
+            f"transcript {grown / 1e6:.0f} MB → page {size / 1e6:.2f} MB, built in "
+            f"{usage.ru_utime + usage.ru_stime:.1f}"
             f" CPU-s with a peak RSS of {peak / 1e9:.3f} GB (child), exit {code}"
             + ("" if code == 0 else f": {last_line(log.read_text())}"),
             ok,
@@ -325,7 +331,8 @@ def replay_check(tmp: Path) -> list[Figure]:
         ok = ok and not live
         good += bool(ok)
         notes.append(
-            f"{name}: rows {len(rows)} → {len(again)}, identical {rows == again}, {len(calls)} calls replayed, "
+            f"{name}: rows {len(rows)} → {len(again)}, identical {rows == again}, {len(calls)} calls "
+            "replayed, "
             f"{live} made to a model; exits {recorded.returncode}/{replayed.returncode}"
             + ("" if ok else f" ({last_line(replayed.stderr or recorded.stderr)})")
         )

@@ -1,14 +1,14 @@
-"""The reliability campaign of issues 11 and 30 on the toy benchmark, the scripted model and loopback stub servers:
-prints one table (check, trials, rows lost, duplicated, mixed, secrets leaked) and exits 1 if anything was lost,
-duplicated, mixed or leaked, or a guarantee failed.
+"""The reliability campaign of issues 11 and 30 on the toy benchmark, the scripted model and loopback stub
+servers: prints one table (check, trials, rows lost, duplicated, mixed, secrets leaked) and exits 1 if anything
+was lost, duplicated, mixed or leaked, or a guarantee failed.
 
     uv run python scripts/reliability_report.py            # the full campaign
     uv run python scripts/reliability_report.py --quick    # fewer kills, repeats and trials (CI)
 
-Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30 are in
-`reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py` (task ids, code
-changes, typed-wrong rows, sizes, replay); what the checks share is in `reliability_harness.py`. The full-disk check
-mounts a tmpfs (root only; skipped with the reason otherwise).
+Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30
+are in `reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py` (task
+ids, code changes, typed-wrong rows, sizes, replay); what the checks share is in `reliability_harness.py`. The
+full-disk check mounts a tmpfs (root only; skipped with the reason otherwise).
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def kill_campaign(tmp: Path, points: int, episodes: int, rng: random.Random) -> 
     return [
         Figure(
             f"kill -9 of the main process at {points} random points ({episodes} episodes, n_jobs=2)",
-            f"{killed} kills landed; after resume {len(set(ids))}/{episodes} episodes, rows differing from an "
+            f"{killed} kills landed; after resume {len(set(ids))}/{episodes} episodes, rows differing from "
+            "an "
             f"uninterrupted run {different}",
             ok,
             trials=points,
@@ -352,7 +353,8 @@ def echo_campaign(tmp: Path) -> list[Figure]:
     return [
         Figure(
             "a loopback server echoing the key in its 401 body",
-            f"key in {len(leaks)} of {len(files)} written files (echo redacted in {marked}), printed: {printed}, "
+            f"key in {len(leaks)} of {len(files)} written files (echo redacted in {marked}), printed: "
+            f"{printed}, "
             f"exit {out.returncode} (every episode refused)",
             ok,
             leaked=len(leaks) + printed,
@@ -512,7 +514,8 @@ def main() -> int:
     print("\n" + table(figures))
     failed = [f for f in figures if not f.passed]
     print(
-        f"\n{len(figures) - len(failed)}/{len(figures)} checks passed in {time.perf_counter() - started:.0f} s"
+        f"\n{len(figures) - len(failed)}/{len(figures)} checks passed in {time.perf_counter() - started:.0f} "
+        "s"
     )
     return 1 if failed else 0
 
