@@ -1,6 +1,6 @@
 """What every check of `scripts/reliability_report.py` shares: the `Figure` a check reports, `python -m
-pos_bench` run in a subprocess as a user runs it, the rows a run folder holds, and a loopback OpenAI-compatible
-server."""
+pos_bench` run in a subprocess as a user runs it, the rows a run folder holds, and a loopback OpenAI-
+compatible server."""
 
 from __future__ import annotations
 

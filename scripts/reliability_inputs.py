@@ -1,8 +1,8 @@
 """The input checks of issue 30 for `scripts/reliability_report.py`: hostile and colliding task ids, a prompt
 edited between two runs, typed-wrong hand edits of results.jsonl, a 10 MB reply, the report of a 90 MB
-transcript, and a recorded run replayed. Each is a real end-to-end trial (`python -m pos_bench` in a subprocess,
-loopback servers, a copy of the repository) returning `Figure`s that count rows lost, duplicated, mixed and
-secrets leaked."""
+transcript, and a recorded run replayed. Each is a real end-to-end trial (`python -m pos_bench` in a
+subprocess, loopback servers, a copy of the repository) returning `Figure`s that count rows lost,
+duplicated, mixed and secrets leaked."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """The reliability campaign of issues 11 and 30 on the toy benchmark, the scripted model and loopback stub
-servers: prints one table (check, trials, rows lost, duplicated, mixed, secrets leaked) and exits 1 if anything
-was lost, duplicated, mixed or leaked, or a guarantee failed.
+servers: prints one table (check, trials, rows lost, duplicated, mixed, secrets leaked) and exits 1 if
+anything was lost, duplicated, mixed or leaked, or a guarantee failed.
 
     uv run python scripts/reliability_report.py            # the full campaign
     uv run python scripts/reliability_report.py --quick    # fewer kills, repeats and trials (CI)
 
 Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30
-are in `reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py` (task
-ids, code changes, typed-wrong rows, sizes, replay); what the checks share is in `reliability_harness.py`. The
-full-disk check mounts a tmpfs (root only; skipped with the reason otherwise).
+are in `reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py`
+(task ids, code changes, typed-wrong rows, sizes, replay); what the checks share is in
+`reliability_harness.py`. The full-disk check mounts a tmpfs (root only; skipped with the reason otherwise).
 """
 
 from __future__ import annotations
