@@ -196,7 +196,7 @@ def disk_full_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
     n = 24
     args = [*TOY, f"bench.n_tasks={n}", "bench.max_turns=4", "model.delay=0.1", "runner.n_jobs=2"]
     expected = [f"toy/{i:03d}" for i in range(n)]
-    lost = duplicated = mixed = good = 0
+    lost = duplicated = orphaned = good = 0
     notes = []
     try:
         for i in range(trials):
@@ -220,7 +220,7 @@ def disk_full_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
             rows = raw_rows(folder)
             missing, twice = lost_and_duplicated(rows, expected)
             orphans = rows_without_files(folder, rows)
-            lost, duplicated, mixed = lost + missing, duplicated + twice, mixed + orphans
+            lost, duplicated, orphaned = lost + missing, duplicated + twice, orphaned + orphans
             ok = stopped and resumed.returncode == 0 and len(rows) == n and not orphans
             good += ok
             if not ok:
@@ -236,13 +236,11 @@ def disk_full_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
         Figure(
             name,
             f"{good}/{trials} runs stopped with the one message and exit 3, then resumed to {n}/{n} rows, "
-            "each "
-            f"with its result.json {'; '.join(notes)}",
+            f"{orphaned} without result.json {'; '.join(notes)}",
             good == trials,
             trials=trials,
             lost=lost,
             duplicated=duplicated,
-            mixed=mixed,
         )
     ]
 
@@ -319,7 +317,7 @@ def sigterm_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
     n = 8
     args = [*TOY, f"bench.n_tasks={n}", "bench.max_turns=3", "model.delay=0.2", "runner.n_jobs=2"]
     expected = [f"toy/{i:03d}" for i in range(n)]
-    lost = duplicated = mixed = good = 0
+    lost = duplicated = orphaned = good = 0
     notes = []
     for i in range(trials):
         root = tmp / f"sigterm{i}"
@@ -346,7 +344,7 @@ def sigterm_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
         rows = raw_rows(folder)
         missing, twice = lost_and_duplicated(rows, expected)
         orphans = rows_without_files(folder, rows)
-        lost, duplicated, mixed = lost + missing, duplicated + twice, mixed + orphans
+        lost, duplicated, orphaned = lost + missing, duplicated + twice, orphaned + orphans
         ok = clean and resumed.returncode == 0 and not orphans
         good += ok
         if not ok:
@@ -358,13 +356,12 @@ def sigterm_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
         Figure(
             "SIGTERM to the main process mid-run, then the same command",
             f"{good}/{trials} runs: exit 143 with the resume line, no traceback, no leaked-semaphore "
-            "warning, "
-            f"nothing left in TMPDIR, no worker alive; resumed to {n}/{n} rows {'; '.join(notes)}",
+            f"warning, nothing left in TMPDIR, no worker alive; resumed to {n}/{n} rows, {orphaned} without "
+            f"result.json {'; '.join(notes)}",
             good == trials,
             trials=trials,
             lost=lost,
             duplicated=duplicated,
-            mixed=mixed,
         )
     ]
 

@@ -332,8 +332,7 @@ def replay_check(tmp: Path) -> list[Figure]:
         good += bool(ok)
         notes.append(
             f"{name}: rows {len(rows)} → {len(again)}, identical {rows == again}, {len(calls)} calls "
-            "replayed, "
-            f"{live} made to a model; exits {recorded.returncode}/{replayed.returncode}"
+            f"replayed, {live} made to a model; exits {recorded.returncode}/{replayed.returncode}"
             + ("" if ok else f" ({last_line(replayed.stderr or recorded.stderr)})")
         )
     stub.stop()

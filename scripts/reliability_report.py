@@ -76,8 +76,7 @@ def kill_campaign(tmp: Path, points: int, episodes: int, rng: random.Random) -> 
         Figure(
             f"kill -9 of the main process at {points} random points ({episodes} episodes, n_jobs=2)",
             f"{killed} kills landed; after resume {len(set(ids))}/{episodes} episodes, rows differing from "
-            "an "
-            f"uninterrupted run {different}",
+            f"an uninterrupted run {different}",
             ok,
             trials=points,
             lost=lost,
