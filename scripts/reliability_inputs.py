@@ -87,8 +87,7 @@ def ids_check(tmp: Path, trials: int) -> list[Figure]:
         Figure(
             "task ids ., .., a/b, café (NFC, NFD), cafè, case x, case__x, Case X, ../../escape in one run",
             f"{good}/{trials} runs with one folder per episode holding its own id, {len(ODD_IDS)} ids "
-            f"({shown}); "
-            f"resume rewrote nothing; {'; '.join(notes)}",
+            f"({shown}); the resume rewrote nothing {'; '.join(notes)}",
             good == trials,
             trials=trials,
             lost=lost,
@@ -270,8 +269,8 @@ def big_transcript_check(tmp: Path, megabytes: float = 90) -> list[Figure]:
             stdout=f,
             stderr=subprocess.STDOUT,
         )
-        _, status, usage = os.wait4(child.pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+        _, status, usage = os.wait4(child.pid, 0)  # its own peak RSS, not the campaign's
+    code = child.returncode = os.waitstatus_to_exitcode(status)
     peak = usage.ru_maxrss * 1024  # kB on Linux
     size = out.stat().st_size if out.exists() else 0
     ok = played.returncode == 0 and code == 0 and 0 < size < 10e6 and peak < 0.3e9
@@ -279,9 +278,8 @@ def big_transcript_check(tmp: Path, megabytes: float = 90) -> list[Figure]:
         Figure(
             f"the HTML report of a {megabytes:g} MB transcript",
             f"transcript {grown / 1e6:.0f} MB → page {size / 1e6:.2f} MB, built in "
-            f"{usage.ru_utime + usage.ru_stime:.1f}"
-            f" CPU-s with a peak RSS of {peak / 1e9:.3f} GB (child), exit {code}"
-            + ("" if code == 0 else f": {last_line(log.read_text())}"),
+            f"{usage.ru_utime + usage.ru_stime:.1f} CPU-s with a peak RSS of {peak / 1e9:.3f} GB (child), "
+            f"exit {code}" + ("" if code == 0 else f": {last_line(log.read_text())}"),
             ok,
         )
     ]
