@@ -26,6 +26,7 @@ def remote(url: str) -> list[str]:
         "bench=toy",
         "method=raw",
         "model=openai",
+        "model.model=stub-model",  # the one model the tests' stub serves
         f"model.base_url={url}/v1",
         "model.api_key_env=null",
         "runner.progress=false",
