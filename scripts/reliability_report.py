@@ -1,10 +1,14 @@
-"""The reliability campaign of issue 11 on the toy benchmark, the scripted model and loopback stub servers: prints
-one table of figures and exits 1 if anything was lost, duplicated, mixed or leaked (or a check failed).
+"""The reliability campaign of issues 11 and 30 on the toy benchmark, the scripted model and loopback stub
+servers: prints one table (check, trials, rows lost, duplicated, mixed, secrets leaked) and exits 1 if
+anything was lost, duplicated, mixed or leaked, or a guarantee failed.
 
     uv run python scripts/reliability_report.py            # the full campaign
-    uv run python scripts/reliability_report.py --quick    # fewer kills and repeats (CI; a few minutes)
+    uv run python scripts/reliability_report.py --quick    # fewer kills, repeats and trials (CI)
 
-Every run goes through `python -m pos_bench` in a subprocess, as a user would run it.
+Every run goes through `python -m pos_bench` in a subprocess, as a user would run it. The checks of issue 30
+are in `reliability_faults.py` (deadlines, a full disk, credentials, SIGTERM) and `reliability_inputs.py`
+(task ids, code changes, typed-wrong rows, sizes, replay); what the checks share is in
+`reliability_harness.py`. The full-disk check mounts a tmpfs (root only; skipped with the reason otherwise).
 """
 
 from __future__ import annotations
@@ -16,68 +20,31 @@ import random
 import secrets
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import reliability_faults as faults
+import reliability_inputs as inputs
+from reliability_harness import (
+    REPO,
+    SHARED,
+    TOY,
+    Figure,
+    Server,
+    cli,
+    last_line,
+    lost_and_duplicated,
+    only_rows,
+    raw_rows,
+    run_folders,
+    start,
+)
 
-SHARED = Path(os.environ.get("POS_BENCH_SHARED", REPO.parent / "shared"))
-TOY = ["bench=toy", "method=raw", "model=scripted", "runner.progress=false"]
-
-
-@dataclass
-class Figure:
-    check: str
-    measured: str
-    ok: bool
-
-
-def cli(args: list[str], root: Path, *, env: dict[str, str] | None = None, timeout: float = 600):
-    return subprocess.run(
-        [sys.executable, "-m", "pos_bench", *args, f"results_root={root}"],
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def start(args: list[str], root: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "pos_bench", *args, f"results_root={root}"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def run_folders(root: Path) -> list[Path]:
-    return sorted(p.parent for p in root.rglob("results.jsonl"))
-
-
-def raw_rows(folder: Path) -> list[dict[str, Any]]:
-    path = folder / "results.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.endswith("}")]
-
-
-def only_rows(root: Path) -> list[dict[str, Any]]:
-    folders = run_folders(root)
-    return raw_rows(folders[0]) if len(folders) == 1 else []
+sys.path.insert(0, str(REPO))  # the checks reuse the tests' servers and benchmarks
 
 
 # --- kill -9 of the main process ------------------------------------------------------------------------
@@ -104,13 +71,16 @@ def kill_campaign(tmp: Path, points: int, episodes: int, rng: random.Random) -> 
     lost = len(set(reference) - set(ids))
     duplicated = len(ids) - len(set(ids))
     different = sum(reference.get(r["task_id"]) != r for r in rows)
-    ok = final.returncode == 0 and len(reference) == episodes and not (lost or duplicated or different)
+    ok = final.returncode == 0 and len(reference) == episodes and not different
     return [
         Figure(
             f"kill -9 of the main process at {points} random points ({episodes} episodes, n_jobs=2)",
-            f"{killed} kills landed; after resume {len(set(ids))}/{episodes} episodes, lost {lost}, "
-            f"duplicated {duplicated}, rows differing from an uninterrupted run {different}",
+            f"{killed} kills landed; after resume {len(set(ids))}/{episodes} episodes, rows differing from "
+            f"an uninterrupted run {different}",
             ok,
+            trials=points,
+            lost=lost,
+            duplicated=duplicated,
         )
     ]
 
@@ -134,7 +104,7 @@ def loky_workers(pid: int) -> list[int]:
 
 def worker_kill_campaign(tmp: Path, runs: int) -> list[Figure]:
     args = [*TOY, "bench.n_tasks=6", "bench.max_turns=4", "model.delay=0.1", "runner.n_jobs=2"]
-    good = 0
+    good = lost = duplicated = 0
     notes = []
     for i in range(runs):
         root = tmp / f"worker{i}"
@@ -150,6 +120,8 @@ def worker_kill_campaign(tmp: Path, runs: int) -> list[Figure]:
             os.kill(workers[0], signal.SIGKILL)
         proc.wait(timeout=300)
         rows = only_rows(root)
+        missing, twice = lost_and_duplicated(rows, [f"toy/{k:03d}" for k in range(6)])
+        lost, duplicated = lost + missing, duplicated + twice
         errors = [r for r in rows if r["status"] == "error"]
         summary = bool(run_folders(root)) and (run_folders(root)[0] / "summary.json").is_file()
         if proc.returncode == 0 and len(rows) == 6 and len(errors) == 1 and summary:
@@ -163,6 +135,9 @@ def worker_kill_campaign(tmp: Path, runs: int) -> list[Figure]:
             f"{good}/{runs} runs finished with all rows, exactly one error row and a summary "
             f"(e.g. {example!r}) {'; '.join(notes)}",
             good == runs,
+            trials=runs,
+            lost=lost,
+            duplicated=duplicated,
         )
     ]
 
@@ -185,43 +160,16 @@ def twins_campaign(tmp: Path, repeats: int) -> list[Figure]:
     return [
         Figure(
             f"two copies of one command started together, {repeats} times",
-            f"duplicated rows {duplicated}, missing rows {missing}, second copy refused {refused}/{repeats} times",
-            duplicated == 0 and missing == 0,
+            f"second copy refused {refused}/{repeats} times",
+            True,
+            trials=repeats,
+            lost=missing,
+            duplicated=duplicated,
         )
     ]
 
 
 # --- changed settings never mix ------------------------------------------------------------------------
-
-
-class Server:
-    """A loopback OpenAI-compatible server answering every chat call with `answer(body, headers)`."""
-
-    def __init__(self, answer: Callable[[dict, dict], tuple[int, dict]]):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, payload = answer(body, dict(self.headers))
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def chat_reply(body: dict, headers: dict) -> tuple[int, dict]:
@@ -277,14 +225,14 @@ def settings_campaign(tmp: Path) -> list[Figure]:
             mixed = sum(len(rows) - len(before.get(f, [])) for f, rows in after.items() if f in before)
             new = [f for f in after if f not in before]
             refused = b.returncode == 2
-            ok = a.returncode == 0 and mixed == 0 and (refused or (len(new) == 1 and len(after[new[0]]) == 2))
+            ok = a.returncode == 0 and (refused or (len(new) == 1 and len(after[new[0]]) == 2))
             how = "refused" if refused else f"new folder {new[0].name if new else '(none)'}"
-            figures.append(Figure(f"change {key} and rerun", f"mixed rows {mixed}; {how}", ok))
+            figures.append(Figure(f"change {key} and rerun", how, ok, trials=1, mixed=mixed))
     finally:
         server.stop()
     if not clindiag_data.is_dir():
         figures.append(
-            Figure("change bench.data_dir and rerun", f"skipped: no data at {clindiag_data}", True)
+            Figure("change bench.data_dir and rerun", f"skipped: no data at {clindiag_data}", True, trials=0)
         )
     return figures
 
@@ -358,6 +306,7 @@ def fuzz_campaign(examples: int) -> list[Figure]:
                 f"fuzzed replies: {name}",
                 f"{seen['n']} replies, {seen['crashes']} crashes, slowest {1000 * seen['slowest']:.1f} ms",
                 ok,
+                trials=seen["n"],
             )
         )
     return figures
@@ -398,13 +347,16 @@ def echo_campaign(tmp: Path) -> list[Figure]:
     leaks = [p for p in files if key.encode() in p.read_bytes()]
     marked = sum(b"[redacted $RELIABILITY_ECHO_KEY]" in p.read_bytes() for p in files)
     printed = key in out.stdout or key in out.stderr
-    ok = not leaks and not printed and out.returncode == 1 and marked > 0
+    # every episode refused by the server: nothing was played, which must not exit 0
+    ok = out.returncode == 1 and marked > 0
     return [
         Figure(
             "a loopback server echoing the key in its 401 body",
-            f"key in {len(leaks)} of {len(files)} written files (echo redacted in {marked}), printed: {printed}, "
-            f"exit {out.returncode}",
+            f"key in {len(leaks)} of {len(files)} written files (echo redacted in {marked}), printed: "
+            f"{printed}, "
+            f"exit {out.returncode} (every episode refused)",
             ok,
+            leaked=len(leaks) + printed,
         )
     ]
 
@@ -428,9 +380,9 @@ def bad_files_campaign(tmp: Path) -> list[Figure]:
     figures.append(
         Figure(
             "corrupt cache",
-            f"exit {out.returncode}; message: {out.stderr.strip().splitlines()[-1][:110]!r}; rows lost "
-            f"{len(before) - len(only_rows(root))}",
+            f"exit {out.returncode}; message: {last_line(out.stderr)[:110]!r}",
             ok and only_rows(root) == before,
+            lost=max(0, len(before) - len(only_rows(root))),
         )
     )
 
@@ -448,9 +400,9 @@ def bad_files_campaign(tmp: Path) -> list[Figure]:
     figures.append(
         Figure(
             "locked cache",
-            f"exit {out.returncode}; message: {out.stderr.strip().splitlines()[-1][:110]!r}; rows lost "
-            f"{len(before) - len(only_rows(root))}",
+            f"exit {out.returncode}; message: {last_line(out.stderr)[:110]!r}",
             ok,
+            lost=max(0, len(before) - len(only_rows(root))),
         )
     )
 
@@ -463,13 +415,16 @@ def bad_files_campaign(tmp: Path) -> list[Figure]:
     out = cli(args, root)
     after = raw_rows(folder)
     kept = all(row in after for row in map(json.loads, whole[:-1]))
-    ok = out.returncode == 0 and "cut off" in out.stderr and len(after) == 4 and kept
+    ok = out.returncode == 0 and "cut off" in out.stderr and kept
+    lost, duplicated = lost_and_duplicated(after, [f"toy/{i:03d}" for i in range(4)])
     figures.append(
         Figure(
             "torn results.jsonl",
             f"exit {out.returncode}, warned: {'cut off' in out.stderr}, rows after resume {len(after)}/4, "
             f"whole rows kept: {kept}",
             ok,
+            lost=lost,
+            duplicated=duplicated,
         )
     )
     staged = SHARED / "benchmarks" / "clindiag"
@@ -490,39 +445,76 @@ def bad_files_campaign(tmp: Path) -> list[Figure]:
             Figure("truncated data tarball", f"exit {out.returncode}; message: {last[:110]!r}", ok)
         )
     else:
-        figures.append(Figure("truncated data tarball", f"skipped: no staged tarball in {staged}", True))
+        figures.append(
+            Figure("truncated data tarball", f"skipped: no staged tarball in {staged}", True, trials=0)
+        )
     return figures
+
+
+COLUMNS = ("trials", "rows lost", "duplicated", "mixed", "secrets leaked")
+
+
+def table(figures: list[Figure]) -> str:
+    """The campaign's table, one row per check, then what each check measured."""
+    width = max(len(f.check) for f in figures)
+    head = f"{'check'.ljust(width)}  " + "  ".join(COLUMNS) + "  ok"
+    lines = [head, "-" * len(head)]
+    for f in figures:
+        counts = (f.trials, f.lost, f.duplicated, f.mixed, f.leaked)
+        cells = "  ".join(str(v).rjust(len(c)) for v, c in zip(counts, COLUMNS, strict=True))
+        lines.append(f"{f.check.ljust(width)}  {cells}  {'yes' if f.passed else 'NO'}")
+    lines.append("\nmeasured:")
+    lines += [f"- {f.check}: {f.measured}" for f in figures]
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer kills and repeats (CI)")
+    parser.add_argument("--quick", action="store_true", help="fewer kills, repeats and trials (CI)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--only", help="comma-separated campaign names to run (default: all)")
     options = parser.parse_args()
     rng = random.Random(options.seed)
-    points, episodes, workers, twins = (5, 12, 3, 3) if options.quick else (20, 32, 10, 10)
+    quick = options.quick
+    points, episodes, workers, twins = (5, 12, 3, 3) if quick else (20, 32, 10, 10)
     started = time.perf_counter()
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="pos_bench_reliability_") as folder:
         tmp = Path(folder)
-        for name, campaign in [
+        campaigns: list[tuple[str, Callable[[], list[Figure]]]] = [
             ("fuzz", lambda: fuzz_campaign(1000)),
-            ("kill -9", lambda: kill_campaign(tmp, points, episodes, rng)),
-            ("worker kill", lambda: worker_kill_campaign(tmp, workers)),
+            ("kill-9", lambda: kill_campaign(tmp, points, episodes, rng)),
+            ("worker-kill", lambda: worker_kill_campaign(tmp, workers)),
             ("twins", lambda: twins_campaign(tmp, twins)),
             ("settings", lambda: settings_campaign(tmp)),
-            ("echoed key", lambda: echo_campaign(tmp)),
-            ("bad files", lambda: bad_files_campaign(tmp)),
-        ]:
-            print(f"[{time.perf_counter() - started:6.1f}s] {name}…", file=sys.stderr, flush=True)
-            figures.extend(campaign())
-    width = max(len(f.check) for f in figures)
-    print(f"\n{'check'.ljust(width)}  ok   measured")
-    for f in figures:
-        print(f"{f.check.ljust(width)}  {'yes' if f.ok else 'NO '}  {f.measured}")
-    failed = [f for f in figures if not f.ok]
+            ("echoed-key", lambda: echo_campaign(tmp)),
+            ("bad-files", lambda: bad_files_campaign(tmp)),
+            ("ids", lambda: inputs.ids_check(tmp, 1 if quick else 2)),
+            ("drip", lambda: faults.drip_check(tmp, [2.0] if quick else [2.0, 3.0, 5.0])),
+            ("disk-full", lambda: faults.disk_full_check(tmp, 1 if quick else 3, rng)),
+            ("code-change", lambda: inputs.code_change_check(tmp)),
+            ("credentials", lambda: faults.credentials_check(tmp)),
+            ("typed-rows", lambda: inputs.typed_wrong_check(tmp, 2 if quick else 4)),
+            ("sigterm", lambda: faults.sigterm_check(tmp, 2 if quick else 5, rng)),
+            ("big-reply", lambda: inputs.big_reply_check(tmp)),
+            ("big-transcript", lambda: inputs.big_transcript_check(tmp)),
+            ("replay", lambda: inputs.replay_check(tmp)),
+        ]
+        chosen = set(options.only.split(",")) if options.only else {name for name, _ in campaigns}
+        unknown = chosen - {name for name, _ in campaigns}
+        if unknown:
+            parser.error(
+                f"no campaign {sorted(unknown)}; the campaigns: {', '.join(n for n, _ in campaigns)}"
+            )
+        for name, campaign in campaigns:
+            if name in chosen:
+                print(f"[{time.perf_counter() - started:6.1f}s] {name}…", file=sys.stderr, flush=True)
+                figures.extend(campaign())
+    print("\n" + table(figures))
+    failed = [f for f in figures if not f.passed]
     print(
-        f"\n{len(figures) - len(failed)}/{len(figures)} checks passed in {time.perf_counter() - started:.0f} s"
+        f"\n{len(figures) - len(failed)}/{len(figures)} checks passed in {time.perf_counter() - started:.0f} "
+        "s"
     )
     return 1 if failed else 0
 

@@ -12,7 +12,8 @@ older or newer runner. Fields relied on (all optional except a readable folder):
 - `results.jsonl` rows: `task_id`, `trial` (absent: 0), `status`, `success`, `score`, `steps`, `turns`, `usage`, `task_meta`,
   `error`, optional `report`, and `peak_input_tokens` / `dependency_m` (recomputed from `events.jsonl` when absent).
 - `episodes/<task>/result.json` (the full row, method report included) and `events.jsonl` (call events with
-  per-call usage). A folder without `result.json` is an episode still running or killed mid-way.
+  per-call usage). A folder without `result.json` is an episode still running (`running`, while a process
+  holds the run folder's lock) or killed mid-way (`interrupted`, when none does).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ PAPER_BENCHMARKS = ("alfworld", "loca", "rca100", "clindiag")
 CLUSTER_KEYS = ("family", "task_type", "subset")
 """Task-meta keys whose values group cases that resemble each other (LOCA family, ALFWorld task type,
 ClinDiag subset); the first one present with two or more values is the run's cluster."""
+
+UNFINISHED = ("running", "interrupted")
+"""Statuses of an episode with no result: started while a writer holds the run folder, or left by one that
+is gone (it never finishes unless the run is resumed)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ class Run:
         never got to act in (`unplayed`: refused, overflow) are left out, as in the summary: they are shown apart."""
         e = self.episodes
         played = e["unplayed"].isna() if "unplayed" in e else True
-        return e[(e["status"] != "running") & played]
+        return e[~e["status"].isin(UNFINISHED) & played]
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -161,8 +166,9 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
     return out
 
 
-def episode_frame(run_dir: Path, *, with_events: bool = True) -> pd.DataFrame:
-    """One row per episode: recorded ones from results.jsonl, then started ones with no result (`running`)."""
+def episode_frame(run_dir: Path, *, with_events: bool = True, writing: bool = True) -> pd.DataFrame:
+    """One row per episode: recorded ones from results.jsonl, then started ones with no result: `running`
+    while `writing` (a process holds the run folder), else `interrupted`."""
     rows = read_jsonl(run_dir / "results.jsonl")
     recorded = [episode_row(run_dir, r, with_events=with_events) for r in rows]
     seen = {(r["task_id"], r["trial"]) for r in recorded}
@@ -183,7 +189,7 @@ def episode_frame(run_dir: Path, *, with_events: bool = True) -> pd.DataFrame:
                 {
                     "task_id": task,
                     "trial": trial,
-                    "status": "running",
+                    "status": "running" if writing else "interrupted",
                     "success": False,
                     "score": 0.0,
                     "steps": 0,
@@ -235,8 +241,8 @@ def run_flags(
     served = (summary or {}).get("served") or ()
     if len(served) > 1:
         flags.append(f"served={len(served)} revisions")  # the endpoint's weights changed during the run
-    running = "status" in episodes and (episodes["status"] == "running").any()
-    if running or not finished or (total is not None and len(episodes) < total):
+    unfinished = "status" in episodes and episodes["status"].isin(UNFINISHED).any()
+    if unfinished or not finished or (total is not None and len(episodes) < total):
         flags.append("in progress" if writing else "interrupted")
     return tuple(flags)
 
@@ -262,7 +268,8 @@ def load_run(folder: Path, *, with_events: bool = True, trials: int | None = Non
     meta = read_json(folder / "run.json")
     labels = meta.get("labels") or {}
     parts = folder.parts[-3:] if len(folder.parts) >= 3 else ("?",) * 3
-    episodes = episode_frame(folder, with_events=with_events)
+    writing = has_live_writer(folder)
+    episodes = episode_frame(folder, with_events=with_events, writing=writing)
     if trials is not None:
         episodes = episodes[episodes["trial"] < trials].reset_index(drop=True)
     total = meta.get("tasks") if isinstance(meta.get("tasks"), int) else None
@@ -277,9 +284,7 @@ def load_run(folder: Path, *, with_events: bool = True, trials: int | None = Non
         bench=str(labels.get("bench") or parts[0]),
         method=str(labels.get("method") or parts[1]),
         model=str(labels.get("model") or parts[2]),
-        flags=run_flags(
-            meta, episodes, total, finished=bool(summary), summary=summary, writing=has_live_writer(folder)
-        ),
+        flags=run_flags(meta, episodes, total, finished=bool(summary), summary=summary, writing=writing),
         fingerprint=str(fingerprint),
         episodes=episodes,
         total_tasks=total,
@@ -330,7 +335,7 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
         unplayed = e["unplayed"] if "unplayed" in e else pd.Series(dtype=object)
         errors = e[(e["status"] == "error") & unplayed.isna()] if "status" in e else e.iloc[0:0]
         causes = Counter(str(msg).split(":", 1)[0] for msg in errors.get("error", []) if msg)
-        done = int((e["status"] != "running").sum()) if "status" in e else 0
+        done = int((~e["status"].isin(UNFINISHED)).sum()) if "status" in e else 0
         rows.append(
             {
                 "run": run.name,
@@ -338,11 +343,8 @@ def runs_index(runs: Iterable[Run]) -> pd.DataFrame:
                 "fingerprint": run.fingerprint,
                 "done": done,
                 "left": _left(run, done),
-                "running": (
-                    int((e["status"] == "running").sum())
-                    if "status" in e and "interrupted" not in run.flags
-                    else 0
-                ),
+                "running": int((e["status"] == "running").sum()) if "status" in e else 0,
+                "interrupted": int((e["status"] == "interrupted").sum()) if "status" in e else 0,
                 "errors": len(errors),
                 "refused": int((unplayed == "refused").sum()),
                 "overflow": int((unplayed == "overflow").sum()),

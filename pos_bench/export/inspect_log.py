@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench import __version__, events
-from pos_bench.analysis.runs import Run, episode_folder, episode_result, load_run, read_json, read_jsonl
+from pos_bench.analysis.runs import (
+    UNFINISHED,
+    Run,
+    episode_folder,
+    episode_result,
+    load_run,
+    read_json,
+    read_jsonl,
+)
 from pos_bench.extras import require
 from pos_bench.runner.summary import POLICY_ROLE
 from pos_bench.types import Usage, usage_from_json
@@ -185,7 +193,8 @@ SAMPLE_FIELDS_ELSEWHERE = ("task_id", "success", "score", "usage", "error", "fin
 
 
 def sample(run_dir: Path, row: Mapping[str, Any], model: str):
-    """One episode as an EvalSample (`row` is its full result, or `{task_id, status: running}`)."""
+    """One episode as an EvalSample (`row` is its full result, or `{task_id, status}` of one with no result:
+    `running` or `interrupted`, left unscored)."""
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
@@ -197,7 +206,7 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
     steps = [e for e in episode if isinstance(e, events.Step)]
     replies = [call.reply for call in _policy_calls(episode)]
     final = _text(steps[-1].action) if steps else None
-    running = row.get("status") == "running"
+    running = row.get("status") in UNFINISHED
     scores = None
     if not running:
         explanation = row.get("error") or row.get("final_observation") or None
@@ -270,11 +279,12 @@ def results(samples: list):
 
 
 def episode_rows(run: Run) -> list[dict[str, Any]]:
-    """Each episode's full result (result.json over its results.jsonl row), or `{task_id, status: running}`."""
+    """Each episode's full result (result.json over its results.jsonl row), or `{task_id, status}` (`running` or
+    `interrupted`, as the runs index decides) of one with no result."""
     recorded = {str(r.get("task_id")): r for r in read_jsonl(run.folder / "results.jsonl")}
     return [
-        episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, "status": "running"}
-        for t in map(str, run.episodes["task_id"])
+        episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, "status": status}
+        for t, status in zip(map(str, run.episodes["task_id"]), run.episodes["status"], strict=True)
     ]
 
 

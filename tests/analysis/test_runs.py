@@ -15,7 +15,7 @@ def test_index_lists_every_run_with_status_and_commonest_error(fixture_runs):
     assert (raw["done"], raw["left"], raw["errors"]) == (12, 0, 1)
     assert raw["commonest error"] == "RuntimeError ×1" and "errors" in raw["flags"]
     killed = index.loc["toy/pos/scripted_killed"]
-    assert (killed["done"], killed["running"]) == (6, 0) and pd.isna(killed["left"])
+    assert (killed["done"], killed["running"], killed["interrupted"]) == (6, 0, 6) and pd.isna(killed["left"])
     assert (
         "interrupted" in killed["flags"] and "in progress" not in killed["flags"]
     )  # no process holds its lock
@@ -59,7 +59,12 @@ def test_an_unfinished_run_is_in_progress_while_its_writer_holds_the_lock(fixtur
     with writer_lock(folder):
         live = load_run(folder)
     assert "in progress" in live.flags and runs_index([live]).iloc[0]["running"] == 6
-    assert "interrupted" in load_run(folder).flags
+    assert set(live.episodes["status"]) == {"done", "running"}
+    stopped = load_run(folder)
+    assert "interrupted" in stopped.flags
+    assert stopped.episodes["status"].value_counts().to_dict() == {"done": 6, "interrupted": 6}
+    assert len(stopped.finished) == 6  # an interrupted episode is no result: neither success nor failure
+    assert (runs_index([stopped]).iloc[0][["done", "running", "interrupted"]] == [6, 0, 6]).all()
 
 
 def test_a_torn_last_line_and_an_empty_folder_do_not_break_loading(fixture_runs, tmp_path):

@@ -92,9 +92,9 @@ def test_errors_and_hostile_replies_survive_as_text(fixture_runs, tmp_path):
     assert any("<script>" in m.text for s in log.samples for m in s.messages)
 
 
-def test_an_interrupted_run_keeps_its_running_episodes_unscored(fixture_runs, tmp_path):
+def test_an_interrupted_run_keeps_its_unfinished_episodes_unscored(fixture_runs, tmp_path):
     log = exported(fixture_runs["toy_partial"], tmp_path)
-    running = [s for s in log.samples if s.metadata["status"] == "running"]
+    running = [s for s in log.samples if s.metadata["status"] == "interrupted"]
     assert log.status == "started" and len(running) == 6 and len(log.samples) == 12
     assert all(s.scores is None and s.role_usage for s in running)
     assert log.results.completed_samples == 6

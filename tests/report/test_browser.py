@@ -64,7 +64,8 @@ def test_dom_lists_every_episode_with_its_labels(page, fixture_runs):
     toy_rows = rows_of(page, "toy/pos/scripted")
     assert len(toy_rows) == len((fixture_runs["toy_pos"] / "results.jsonl").read_text().splitlines())
     killed = rows_of(page, "toy/pos/scripted_killed")
-    assert sum("running" in r.text for r in killed) == 6 and len(killed) == 12
+    assert sum("interrupted" in r.text for r in killed) == 6 and len(killed) == 12
+    assert not any("running" in r.text for r in killed)  # no writer holds it: never shown running
     headings = " ".join(h.text for h in page.find_elements("css selector", "h3.run"))
     assert "stand-in" in headings and "errors" in headings and "interrupted" in headings
 

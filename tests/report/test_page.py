@@ -73,6 +73,26 @@ def test_command_line_writes_one_file_for_a_finished_and_an_interrupted_run(fixt
     assert [r["name"] for r in embedded(html)["runs"]] == ["toy/pos/scripted", "toy/pos/scripted_killed"]
 
 
+def test_episodes_of_a_run_no_process_writes_are_interrupted_never_running(fixture_runs, tmp_path):
+    from pos_bench.runner.results import writer_lock
+
+    folder = tmp_path / "toy" / "pos" / "scripted_killed"
+    shutil.copytree(fixture_runs["toy_partial"], folder)
+
+    def statuses() -> list[str]:
+        html = render([folder], spec=None, with_figures=False)
+        (run,) = embedded(html)["runs"]
+        rows = re.findall(r'<td class="(\w+)">\1</td>', html)
+        assert sorted(rows) == sorted(e["status"] for e in run["episodes"])  # the table and the data agree
+        return [e["status"] for e in run["episodes"]]
+
+    stopped = statuses()
+    assert stopped.count("interrupted") == 6 and stopped.count("done") == 6 and "running" not in stopped
+    with writer_lock(folder):  # a live writer: the same episodes are still being played
+        live = statuses()
+    assert live.count("running") == 6 and "interrupted" not in live
+
+
 def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fixture_runs):
     html = render([fixture_runs["toy_pos"]], spec=None, with_figures=False)
     data = embedded(html)
