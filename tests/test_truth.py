@@ -7,6 +7,7 @@ import pytest
 from pos_bench.benchmarks.household import Household, household_truth
 from pos_bench.truth import (
     AGENT,
+    EXISTS,
     LITERAL,
     AuditedUpdate,
     Claim,
@@ -68,7 +69,11 @@ def test_names_are_normalised_by_one_rule(raw: str, normal: str) -> None:
         (Claim("I", "holding", "apple 1"), {Fact(AGENT, "holding", "apple 1")}),
         (Claim("agent", "at countertop 1"), {Fact(AGENT, "location", "countertop 1")}),
         (Claim("mug 1", "location unknown"), set()),
-        (Claim("mug 9", "in cabinet 1"), set()),
+        (Claim("mug 1"), {Fact("mug 1", EXISTS, "true")}),
+        (Claim("kitchen", "in cabinet 1"), set()),
+        (Claim("mug 9", "in cabinet 1"), {Fact("mug 9", EXISTS, "true")}),
+        (Claim("mug 1", "in", "table 2"), {Fact("table 2", EXISTS, "true")}),
+        (Claim("1234567890", "1234567890", "1234567890"), {Fact("1234567890", EXISTS, "true")}),
     ],
 )
 def test_a_claim_reads_as_the_facts_its_words_state(claim: Claim, facts: set) -> None:
@@ -102,8 +107,50 @@ def test_invented_entities_are_unknown_names_of_the_worlds_shape() -> None:
         Claim("mug 4", "in cabinet 1"),
         Claim("kitchen"),
         Claim("apple 1", "on", "table 2"),
+        Claim("1234567890"),
+        Claim("the bed 1, the desk 2"),
     ]
-    assert invented(claims, kitchen()) == {"mug 4", "table 2"}
+    assert invented(claims, kitchen()) == {"mug 4", "table 2", "1234567890"}
+
+
+def test_a_claim_about_an_invented_entity_is_false_and_weighs_in_precision() -> None:
+    claims = [
+        Claim("mug 1", "in cabinet 1"),  # true
+        Claim("mug 1"),  # true: the mug exists
+        Claim("desk4", "id: 1234567890"),  # false: there is no desk 4, whatever the text says
+        Claim("desk4", "desk4, ", "desk4"),  # false again: the same invented desk, a second claim
+        Claim("1234567890", "on countertop 1"),  # false: a filler id names nothing
+        Claim("apple 1", "inside", "cabinet 9"),  # false: the apple points at an invented cabinet
+        Claim("room", "the agent is here"),  # unscored: no number, no one entity of the world
+    ]
+    judged = judge(claims, kitchen())
+    assert [(j.fact.subject, j.verdict) for j in judged] == [
+        ("mug 1", "true"),
+        ("mug 1", "true"),
+        ("desk 4", "false"),
+        ("desk 4", "false"),
+        ("1234567890", "false"),
+        ("cabinet 9", "false"),
+    ]
+    step = step_accuracy(0, claims, kitchen())
+    assert (step.true, step.false, step.unscored, step.precision) == (2, 4, 0, 2 / 6)
+    assert step.invented == ("1234567890", "cabinet 9", "desk 4")
+    assert step.false_facts == (
+        Fact("1234567890", EXISTS, "true"),
+        Fact("cabinet 9", EXISTS, "true"),
+        Fact("desk 4", EXISTS, "true"),
+    )
+    # only invented names: precision is defined (zero), never left empty
+    assert step_accuracy(0, claims[2:3], kitchen()).precision == 0.0
+    assert step_accuracy(0, claims[6:], kitchen()).precision is None
+
+
+def test_without_a_shape_every_unknown_name_is_invented() -> None:
+    truth = WorldTruth(facts=frozenset({Fact("cart", "root_cause", "true")}), entities=frozenset({"cart"}))
+    assert [j.verdict for j in judge([Claim("cart"), Claim("kitchen", "root cause")], truth)] == [
+        "true",
+        "false",
+    ]
 
 
 def test_step_precision_and_recall_over_the_goal_facts() -> None:

@@ -115,9 +115,10 @@ SECTIONS = (
     (
         "belief",
         (
-            "Belief accuracy against the ground truth: precision (cluster bootstrap 95%), recall over the "
-            "goal's facts (bootstrap 95%), stale claims and their steps, invented entities; PoS: the "
-            "Sentinel's audit on false updates (Wilson 95%)"
+            "Belief accuracy against the ground truth: precision (cluster bootstrap 95%; a claim about an "
+            "invented entity counts false), recall over the goal's facts (bootstrap 95%), stale claims and "
+            "their steps, invented entities; PoS: the Sentinel's audit on false updates (Wilson 95%); "
+            "– where nothing was scored (no claim read as a fact, or no goal fact)"
         ),
     ),
 )

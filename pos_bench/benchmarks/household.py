@@ -36,9 +36,10 @@ TERMS = (
 )
 """Negated phrases come before their positive forms: the first matching term of an attribute wins."""
 
-ENTITY_SHAPE = r"[a-z]+ \d+"
-"""ALFWorld's names: a type and an instance number ("mug 3"); a name of that shape the world lacks is
-invented."""
+ENTITY_SHAPE = r"(?:[a-z]+ )?\d+"
+"""ALFWorld's names: a type and an instance number ("mug 3"); a bare number is an instance named by its id
+alone ("1234567890", the filler a small model writes). A name of that shape the world lacks is invented; a
+name without a number ("room", "desk", "none") names no one entity and is left unscored."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pos_bench import events
-from pos_bench.truth import Claim, Fact, WorldTruth, judge
+from pos_bench.truth import EXISTS, Claim, Fact, WorldTruth, judge
 from pos_bench.types import Usage
 
 EMBED_CAP = 20_000
@@ -80,6 +80,13 @@ def _claim_text(claim: Claim) -> str:
     return f"{said} (p={claim.probability:g}{', ' + how if how else ''})"
 
 
+def _instead(fact: Fact, truth: WorldTruth) -> str:
+    """What the truth holds in place of a false fact."""
+    if fact.attribute == EXISTS:
+        return " (truth: no such entity)"
+    return f" (truth: {', '.join(sorted(truth.values(fact.subject, fact.attribute)))})"
+
+
 def beside_truth(claims: Iterable[Claim], truth: WorldTruth, strings: Strings) -> list[list[Any]]:
     """Each claim with its verdict (false: one of its facts is false; true: all scored facts true;
     unscored) and what was read from it, a false fact followed by what the truth holds instead."""
@@ -89,13 +96,7 @@ def beside_truth(claims: Iterable[Claim], truth: WorldTruth, strings: Strings) -
         verdicts = {j.verdict for j in judged}
         verdict = "false" if "false" in verdicts else "true" if "true" in verdicts else "unscored"
         read = [
-            _fact_text(j.fact)
-            + (
-                f" (truth: {', '.join(sorted(truth.values(j.fact.subject, j.fact.attribute)))})"
-                if j.verdict == "false"
-                else ""
-            )
-            for j in judged
+            _fact_text(j.fact) + (_instead(j.fact, truth) if j.verdict == "false" else "") for j in judged
         ]
         out.append([strings.add(_claim_text(claim)), verdict, strings.add("; ".join(read))])
     return out

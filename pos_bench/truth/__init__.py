@@ -16,6 +16,7 @@ from pos_bench.truth.measures import (
 )
 from pos_bench.truth.reading import (
     AGENT,
+    EXISTS,
     LITERAL,
     Claim,
     Fact,
@@ -31,6 +32,7 @@ from pos_bench.truth.reading import (
 
 __all__ = [
     "AGENT",
+    "EXISTS",
     "LITERAL",
     "AuditAccuracy",
     "AuditedUpdate",

@@ -5,16 +5,22 @@ truth facts (the measures are in `pos_bench.truth.measures`).
 The rule that reads a claim (`read`), in full:
 1. Names are compared normalised: lower case, single spaces, no leading article, a word glued to its
    number split ("mug1" → "mug 1"), agent words ("i", "me", "you", "player", "robot") → "agent".
-2. The claim's subject must name an entity of the world; otherwise no fact is read, and the subject counts
-   as invented when it has the shape of the world's entity names (`WorldTruth.entity_shape`). A free-text
-   claim (no subject: a verified fact, a summary line) takes the first world entity its text names.
-3. Each `Term` of the benchmark's vocabulary whose phrase occurs in the claim's text as whole words gives
+2. A name the claim gives as an entity (its subject or its object) that the world does not hold is invented
+   when it has the shape of the world's entity names (`WorldTruth.entity_shape`; empty: any name). A claim
+   naming an invented entity states one fact, that the entity exists (`EXISTS`, the subject's name before
+   the object's), and that fact is false: a claim about what is not there is not true, whatever else it says.
+   A claim whose subject is neither held by the world nor invented states no fact (unscored).
+3. A claim that gives only its subject (no text, no object) states that its subject exists: true for an
+   entity the world holds. A free-text claim (no subject: a verified fact, a summary line) is about the
+   first world entity its text names and never states existence alone.
+4. Each `Term` of the benchmark's vocabulary whose phrase occurs in the claim's text as whole words gives
    one fact; only the first matching term of an attribute counts (terms are ordered, negated phrases first).
-4. A term without a fixed value takes the claim's object, else the first other world entity named in the
+5. A term without a fixed value takes the claim's object, else the first other world entity named in the
    text; a term whose value is `LITERAL` takes the word or number written right after its phrase (past
    "is", "=", ":"); without one it gives no fact.
 A read fact is true when the truth holds it, false when the truth holds the same subject and attribute with
-other values only, and unscored when the truth says nothing about that subject and attribute.
+other values only, and unscored when the truth says nothing about that subject and attribute; the truth
+holds `EXISTS` = "true" for each of its entities and "false" for every other name.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from typing import Literal
 AGENT = "agent"
 """The subject of facts about the agent itself (where it is, what it holds)."""
 _AGENT_WORDS = frozenset({"i", "me", "you", "player", "agent", "self", "robot"})
+EXISTS = "exists"
+"""The attribute of an existence fact (rules 2 and 3): "true" for the world's entities, "false" otherwise."""
 LITERAL = "<literal>"
 """A `Term.value` meaning: the value is written in the claim right after the phrase (`stock: 4`)."""
 _AFTER = r"\s*(?:is|are|was|=|:|equals|of)?\s*([^\s,;]+)"
@@ -69,6 +77,8 @@ class WorldTruth:
     every unknown subject counts as invented."""
 
     def values(self, subject: str, attribute: str) -> frozenset[str]:
+        if attribute == EXISTS:
+            return frozenset({"true" if subject in self.entities else "false"})
         return frozenset(f.value for f in self.facts if f.subject == subject and f.attribute == attribute)
 
 
@@ -146,12 +156,25 @@ def _literal(term: Term, plain: str) -> str | None:
     return None
 
 
+def _is_invented(entity: str, truth: WorldTruth) -> bool:
+    """Rule 2: a normalised name the world lacks, of the world's shape (the agent is never invented)."""
+    if entity in truth.entities or entity == AGENT:
+        return False
+    return not truth.entity_shape or re.fullmatch(truth.entity_shape, entity) is not None
+
+
 def read(claim: Claim, truth: WorldTruth) -> tuple[Fact, ...]:
     """The facts `claim` states, by the rule of this module's docstring (empty when it states none)."""
+    given = [name(n) for n in (claim.subject, claim.object) if n.strip()]
+    fake = next((n for n in given if _is_invented(n, truth)), None)
+    if fake is not None:
+        return (Fact(fake, EXISTS, "true"),)
     text = " ".join(f"{claim.text} {claim.object}".lower().split())
     subject = name(claim.subject) if claim.subject.strip() else _first_named(text, truth)
     if subject not in truth.entities:
         return ()
+    if claim.subject.strip() and not text:
+        return (Fact(subject, EXISTS, "true"),)
     facts, seen = [], set()
     for term in truth.terms:
         if term.attribute in seen or not any(_occurs(p, text) >= 0 for p in term.phrases):
@@ -182,8 +205,5 @@ def judge(claims: Iterable[Claim], truth: WorldTruth) -> tuple[Judged, ...]:
 
 def invented(claims: Iterable[Claim], truth: WorldTruth) -> frozenset[str]:
     """Rule 2: the names the claims give as entities (subjects and objects) that the world does not hold."""
-    shape = re.compile(truth.entity_shape) if truth.entity_shape else None
     names = {name(n) for c in claims for n in (c.subject, c.object) if n.strip()}
-    return frozenset(
-        n for n in names if n not in truth.entities and n != AGENT and (shape is None or shape.fullmatch(n))
-    )
+    return frozenset(n for n in names if _is_invented(n, truth))

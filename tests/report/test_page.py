@@ -9,7 +9,10 @@ import shutil
 import subprocess
 import sys
 
+from pos_bench.benchmarks.household import Household, household_truth
+from pos_bench.report.episodes import Strings, beside_truth
 from pos_bench.report.page import render
+from pos_bench.truth import Claim
 from tests.analysis.fixture_runs import XSS
 from tests.conftest import REPO
 
@@ -106,3 +109,16 @@ def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fi
     truth_text = strings[shown[0]["truth"]["facts"]]
     assert "mug 1 · location = " in truth_text
     assert "Belief accuracy against the ground truth" in html
+
+
+def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in_the_truth():
+    truth = household_truth(
+        Household(locations={"mug 1": ("cabinet 1",)}, receptacles=("cabinet 1",)), "put a mug in cabinet."
+    )
+    claims = [Claim("mug 1"), Claim("desk4", "id: 1234567890"), Claim("room", "here")]
+    strings = Strings()
+    rows = beside_truth(claims, truth, strings)
+    assert [row[1] for row in rows] == ["true", "false", "unscored"]
+    assert strings.items[rows[0][2]] == "mug 1 · exists = true"
+    assert strings.items[rows[1][2]] == "desk 4 · exists = true (truth: no such entity)"
+    assert strings.items[rows[2][2]] == ""

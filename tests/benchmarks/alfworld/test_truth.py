@@ -16,7 +16,7 @@ from pos_bench.benchmarks.alfworld.data import TARBALL
 from pos_bench.pos.claims import audited_updates
 from pos_bench.pos.method import Pos
 from pos_bench.protocols import ClaimingMethod, TruthfulEnv
-from pos_bench.truth import AGENT, Fact, Observed, audit_accuracy, episode_accuracy
+from pos_bench.truth import AGENT, EXISTS, Fact, Observed, audit_accuracy, episode_accuracy
 from pos_bench.types import Decision, Step
 from tests.pos.script import PosScript, delta
 
@@ -49,7 +49,7 @@ INIT = {
         entity("e3", "desk 1"),
         entity("e4", "desklamp 1"),
         entity("e5", "drawer 1"),
-        entity("e6", "pen 7"),  # invented: the room has pens 1-3
+        entity("e6", "pen 7"),  # invented (one false claim at every step): the room has pens 1-3
         entity("e7", "shelf 3"),
     ],
     "states": [state("s1", "e5", "closed")],  # true
@@ -150,10 +150,12 @@ def test_planted_claims_and_audits_measure_exactly(tarball: Path, text_version: 
     assert Fact("drawer 1", "open", "false") in truths[3].facts
 
     accuracy = episode_accuracy(observed)
+    # every step also holds the 8 entities: 7 that exist (true) and pen 7 (false)
+    planted = [(-1, 3, 0), (0, 3, 0), (1, 4, 1), (2, 4, 2), (3, 4, 0)]
     counts = [(s.step, s.true, s.false) for s in accuracy.steps]
-    assert counts == [(-1, 3, 0), (0, 3, 0), (1, 4, 1), (2, 4, 2), (3, 4, 0)]
-    assert [s.precision for s in accuracy.steps] == [1.0, 1.0, 0.8, 4 / 6, 1.0]
-    assert accuracy.precision == 18 / 21
+    assert counts == [(step, true + 7, false + 1) for step, true, false in planted]
+    assert [s.precision for s in accuracy.steps] == [10 / 11, 10 / 11, 11 / 13, 11 / 14, 11 / 12]
+    assert accuracy.precision == 53 / 61
     # goal facts: where the alarmclock is (1) and where the desklamp is (2: desk 1 and shelf 3)
     assert accuracy.steps[0].recall == 2 / 3
     stale = Fact("alarmclock 1", "location", "desk 2")
@@ -163,6 +165,7 @@ def test_planted_claims_and_audits_measure_exactly(tarball: Path, text_version: 
     assert accuracy.steps[3].false_facts == (
         Fact("alarmclock 1", "location", "desk 2"),
         Fact("drawer 1", "open", "true"),
+        Fact("pen 7", EXISTS, "true"),
     )
 
     audits = audit_accuracy(audited_updates(report["belief_update_history"], truths))
@@ -173,11 +176,13 @@ def test_planted_claims_and_audits_measure_exactly(tarball: Path, text_version: 
         "validated",
         "repaired",
     ]
-    assert [u.false for u in audits.updates] == [False, True, False, True, False]
+    # the initial belief invents pen 7 and is validated: a false update missed and committed
+    assert [u.false for u in audits.updates] == [True, True, False, True, False]
+    assert audits.updates[0].planted == (Fact("pen 7", EXISTS, "true"),)
     assert (audits.false_updates, audits.flagged, audits.flagged_false, audits.committed_false) == (
-        2,
+        3,
         2,
         1,
-        1,
+        2,
     )
-    assert (audits.precision, audits.recall) == (0.5, 0.5)
+    assert (audits.precision, audits.recall) == (0.5, 1 / 3)
