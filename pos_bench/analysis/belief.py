@@ -44,7 +44,12 @@ class EpisodeBelief:
 
 def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
     """The scores of one episode, or None when it recorded no truth."""
-    stream = list(events.read(episode_folder(run.folder, task_id) / "events.jsonl"))
+    # only the truth and claims events are kept: a transcript can be tens of MB of calls
+    stream = [
+        e
+        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl")
+        if isinstance(e, (events.Truth, events.Claims))
+    ]
     truths = events.truths(stream)
     if not truths:
         return None
