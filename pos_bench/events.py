@@ -53,6 +53,9 @@ class Call(Event):
     seconds: float = 0.0
     served: str | None = field(default=None, metadata=OMIT_NONE)
     """The model revision the server reported, when it reported one."""
+    cpu_seconds: float | None = field(default=None, metadata=OMIT_NONE)
+    """This process's CPU time during the call (all its threads): an in-process model's own compute, which on a
+    shared host is a fairer cost than `seconds`; with several thread-slot workers it includes theirs too."""
 
     @classmethod
     def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:

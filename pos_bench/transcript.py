@@ -154,7 +154,7 @@ class Recorded:
         return Ledger(**{kind: self.failures[kind] for kind in ("refused", "overflow", "timeout")})
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             reply = without_surrogates(self.inner.generate(prompt, role=role))
         except Exception as error:
@@ -178,6 +178,7 @@ class Recorded:
                 cached=reply.cached,
                 seconds=round(time.perf_counter() - started, 4),
                 served=reply.served or None,
+                cpu_seconds=round(time.process_time() - cpu, 4),
             )
         )
         return reply

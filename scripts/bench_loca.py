@@ -1,4 +1,5 @@
-"""LOCA-Bench's cost outside the model: reset time and tool-call latency per family, in both server modes.
+"""LOCA-Bench's cost: reset time and tool-call latency per family in both server modes, and the prompt tokens
+reused per turn by a model's prefix cache.
 
 For each family (one seed, one length) and each `bench.servers` mode, one episode on a LOCA-bench checkout:
 reset (world from the cache when it is there, then the servers), `--calls` calls of `filesystem_list_directory`
@@ -8,6 +9,13 @@ is printed for both modes side by side. Times are wall seconds of `env.step`, pl
 (the servers' own CPU is not included); on a loaded machine the wall times include waiting for a core.
 
     LOCA_BENCH_ROOT=~/LOCA-bench .venv/bin/python scripts/bench_loca.py --calls 5 --out loca_latency.json
+
+With `--reuse DIR …` it measures nothing itself: it reads the transcripts of finished runs under each folder
+(for instance the embedded long-context mode, `model=smollm2_32k`, whose llama.cpp reports the prompt tokens it
+reused) and prints, per episode and turn, the prompt tokens sent, reused and evaluated again, with the turn's
+wall and CPU seconds (`pos_bench.analysis.reuse`; CPU is the run process's, so on a shared host the fairer one):
+
+    .venv/bin/python scripts/bench_loca.py --reuse results/loca/raw/smollm2_32k results/loca/pos/smollm2_32k
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from pos_bench.analysis.reuse import Tokens, TurnReuse, after_first, episode_reuse
 from pos_bench.benchmarks.loca.real.benchmark import LocaBenchmark
 from pos_bench.benchmarks.loca.real.configs import read_cases
 from pos_bench.types import ToolCall
@@ -78,6 +87,54 @@ def measure(root: str, family: str, mode: str, args: argparse.Namespace) -> dict
         env.close()
 
 
+def _share(tokens: Tokens) -> str:
+    share = tokens.evaluated_share
+    return "-" if share is None else f"{100 * share:.1f}%"
+
+
+def _cpu(tokens: Tokens) -> str:
+    return "-" if tokens.cpu_seconds is None else f"{tokens.cpu_seconds:.1f}"
+
+
+def reuse_lines(label: str, turns: list[TurnReuse]) -> list[str]:
+    """One episode's table: per turn the prompt tokens sent, reused and evaluated, the time, and the
+    evaluated/sent tokens of each role; then the turns after the first, summed."""
+    lines = [
+        f"prompt tokens reused per turn: {label}",
+        "turn | calls | prompt | reused | evaluated | evaluated % | wall s | CPU s | per role: evaluated/prompt",
+    ]
+    for turn in turns:
+        total = turn.total
+        roles = ", ".join(f"{r} {t.evaluated}/{t.prompt}" for r, t in turn.roles.items())
+        lines.append(
+            f"{turn.turn} | {total.calls} | {total.prompt} | {total.reused} | {total.evaluated} | "
+            f"{_share(total)} | {total.wall_seconds:.1f} | {_cpu(total)} | {roles}"
+        )
+    later = [t for t in turns if t.turn >= 2]
+    if later:
+        summed = after_first(turns)
+        policy = sum((t.roles.get("agent", Tokens()) for t in later), Tokens())
+        cpu = [t.total.cpu_seconds for t in later if t.total.cpu_seconds is not None]
+        lines.append(
+            f"turns after the first ({len(later)}): {summed.evaluated} of {summed.prompt} prompt tokens evaluated "
+            f"({_share(summed)}; policy calls {_share(policy)}), per turn median "
+            f"{statistics.median(t.total.wall_seconds for t in later):.1f} s wall, "
+            + (f"{statistics.median(cpu):.1f} CPU-s" if cpu else "CPU not recorded")
+        )
+    return lines
+
+
+def print_reuse(folders: list[Path]) -> int:
+    found = 0
+    for folder in folders:
+        for log in sorted(folder.rglob("events.jsonl")):
+            found += 1
+            print("\n".join(reuse_lines(str(log.parent), episode_reuse(log.parent))), end="\n\n", flush=True)
+    if not found:
+        print(f"no episode transcripts (events.jsonl) under {', '.join(map(str, folders))}", file=sys.stderr)
+    return 0 if found else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=os.environ.get("LOCA_BENCH_ROOT"))
@@ -89,7 +146,12 @@ def main() -> int:
     parser.add_argument("--work-dir", default="~/.cache/pos_bench/loca/work")
     parser.add_argument("--cache-dir", default="~/.cache/pos_bench/loca/worlds")
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument(
+        "--reuse", type=Path, nargs="+", default=None, help="print the prompt reuse per turn of these runs"
+    )
     args = parser.parse_args()
+    if args.reuse:
+        return print_reuse(args.reuse)
     if not args.root:
         parser.error("give --root or set LOCA_BENCH_ROOT")
     cases = read_cases(Path(args.root).expanduser() / "task-configs", args.length)

@@ -1,10 +1,11 @@
 import json
+import time
 
 import pytest
 
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.transcript import Recorded, Transcript, write_result
-from pos_bench.types import Message, Prompt, Usage
+from pos_bench.types import Message, Prompt, Reply, Usage
 
 PROMPT = Prompt(messages=(Message("user", "hello"),))
 
@@ -48,3 +49,27 @@ def test_results_are_written_whole(tmp_path):
         "usage": {"agent": {"input_tokens": 1, "output_tokens": 2, "calls": 3}}
     }
     assert not list(tmp_path.glob("*.tmp"))
+
+
+class Busy:
+    """Works on the CPU for a while before answering, like an in-process model."""
+
+    name = "busy"
+
+    def describe(self):
+        return {}
+
+    def generate(self, prompt, *, role="agent"):
+        started = time.process_time()
+        while time.process_time() - started < 0.05:
+            pass
+        return Reply("{}", Usage(10, 1, 1))
+
+
+def test_a_call_event_keeps_the_cpu_time_spent_during_the_call():
+    log = Transcript()
+    Recorded(Busy(), log).generate(PROMPT)
+    Recorded(ScriptedModel(delay=0.05), log).generate(PROMPT)
+    busy, sleeping = log.of_kind("call")
+    assert busy["cpu_seconds"] >= 0.05 and busy["seconds"] >= 0.05
+    assert sleeping["seconds"] >= 0.05 and sleeping["cpu_seconds"] < 0.04  # waiting costs no CPU

@@ -419,6 +419,15 @@ class Cached:
         stored = self.store.put(key, request, reply, overwrite=self.config.mode == "record")
         if stored.refused:
             raise refusal(stored)
+        if (stored.text, stored.usage.input_tokens, stored.usage.output_tokens) == (
+            reply.text,
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+        ):
+            # This call's reply is the stored one: the server's own account of the call stands, with the
+            # prompt tokens its prefix cache served, which the file does not keep (a replayed reply is served
+            # by no server).
+            return reply
         return stored
 
 

@@ -1,9 +1,10 @@
 """Size bounds on a JSON schema before constrained decoding, for a small model that repeats itself.
 
-A 135M model tends to repeat itself inside a free string, a list or a free-form object until the token budget
-runs out, which cuts the JSON short. `bounded_schema` caps every free string and array, gives free-form
-objects short identifier keys and flat values, and asks LLGuidance for compact whitespace, so a reply closes
-within a known number of tokens. The embedded model (`models/local.py`) applies it to every schema it decodes.
+A 135M model tends to repeat itself inside a free string, a number, a list or a free-form object until the token
+budget runs out, which cuts the JSON short (measured on LOCA: an entity attribute `"AH":1111…` ran to the belief's
+1,024-token cap twice, so PoS's belief init failed). `bounded_schema` caps every free string and array, bounds
+every number's digits, gives free-form objects short identifier keys and flat values, and asks LLGuidance for
+compact whitespace, so a reply closes within a known number of tokens. The embedded model (`models/local.py`) applies it to every schema it decodes.
 """
 
 from __future__ import annotations
@@ -12,10 +13,21 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-SCHEMA_BOUNDS = 2
+SCHEMA_BOUNDS = 3
 """Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
 KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
 """Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
+NUMBER_LIMIT = 999_999_999
+"""Largest magnitude of a number (LLGuidance turns `minimum`/`maximum` into a bounded count of digits)."""
+NUMBER_STEP = 0.001
+"""`multipleOf` given to non-integer numbers: LLGuidance then allows at most three decimals."""
+
+
+def _bound_number(node: dict[str, Any], types: set[Any]) -> None:
+    node["minimum"] = max(node.get("minimum", -NUMBER_LIMIT), -NUMBER_LIMIT)
+    node["maximum"] = min(node.get("maximum", NUMBER_LIMIT), NUMBER_LIMIT)
+    if "number" in types and "multipleOf" not in node:
+        node["multipleOf"] = NUMBER_STEP
 
 
 def _bound(node: Any, max_chars: int, max_items: int) -> Any:
@@ -28,6 +40,8 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
     types = set(types) if isinstance(types, list) else {types}
     if "string" in types and "enum" not in out and "const" not in out:
         out["maxLength"] = min(out.get("maxLength", max_chars), max_chars)
+    if types & {"integer", "number"} and "enum" not in out and "const" not in out:
+        _bound_number(out, types)
     if "array" in types:
         out["maxItems"] = min(out.get("maxItems", max_items), max_items)
     if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is not False:
@@ -36,6 +50,7 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
         value = out.pop("additionalProperties", True)
         if not isinstance(value, dict) or not value:
             value = {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars}
+            _bound_number(value, set(value["type"]))
         out["patternProperties"] = {KEY_PATTERN: value}
         out["additionalProperties"] = False
         out["maxProperties"] = min(out.get("maxProperties", max_items), max_items)
@@ -43,7 +58,8 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
 
 
 def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
-    """`schema` with every free string capped at `max_chars`, every array at `max_items`, and compact JSON.
+    """`schema` with every free string capped at `max_chars`, every array at `max_items`, every number at
+    `NUMBER_LIMIT` in magnitude (three decimals at most), and compact JSON.
 
     `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
     schema converter in xllamacpp) resolves them itself.

@@ -78,16 +78,22 @@ def recovery_section(directive: RecoveryDirective, belief: Belief) -> str:
 def sections(
     brief: Brief, obs: Observation, belief: Belief, belief_text: str, directive: RecoveryDirective | None
 ) -> list[str]:
-    """The PoS user-message sections in order; `prompting.policy_prompt` adds the actions and the closing request."""
+    """The PoS user-message sections in order; `prompting.policy_prompt` adds the actions and the closing request.
+
+    Prefix-stable (issue 24): what is fixed for the episode comes first — the format example, the goal (the
+    task and its specification, §2.6) and the action contract — then what changes each turn, so a prefix cache
+    reuses the goal and the contract too. §9.1 lists the goal with the subgraph (item 4) and the contract after
+    the Active Gap (item 6); the goal is now its own section, the subgraph keeps its place."""
     gap = belief.expanded_active_gap()
     goal = {"user_input": belief.goal.user_input, "specification": belief.goal.specification}
     return [
         brief.example,
+        "Goal:\n" + json.dumps({"goal": goal}, ensure_ascii=False),
+        ACTION_CONTRACT,
         f"Current observation:\n{render_observation(obs)}",
         f"Belief:\n{belief_text or '(empty)'}",
-        "Goal and Active-Gap subgraph:\n"
-        + json.dumps({"goal": goal, "world": subgraph(belief.world.to_dict(), gap)}, ensure_ascii=False),
+        "Active-Gap subgraph:\n"
+        + json.dumps({"world": subgraph(belief.world.to_dict(), gap)}, ensure_ascii=False),
         "Active Gap:\n" + json.dumps(gap, ensure_ascii=False),
-        ACTION_CONTRACT,
         recovery_section(directive, belief) if directive else "",
     ]

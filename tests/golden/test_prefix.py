@@ -3,8 +3,8 @@
 prefix cache reuses it.
 
 The stable part of a policy prompt, precisely: the system message, and the leading part of the user message
-that holds the tool catalog (on a tool benchmark: the user message opens with it), the benchmark's format example
-and the `Task: …` line, wherever a method shows them. Turn t's prompt must have the same system message as turn
+that holds the tool catalog (on a tool benchmark: the user message opens with it), the benchmark's format example,
+the `Task: …` line, and PoS's `Goal:` section and action contract, wherever a method shows them. Turn t's prompt must have the same system message as turn
 t−1's, and its user message must share with turn t−1's a common beginning that covers all of that stable part.
 Repair requests (a prompt extended with the failed reply) are not policy turns and are left out.
 """
@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
+from pos_bench.pos.view import ACTION_CONTRACT
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Prompt
 from tests.conftest import REPO
@@ -68,6 +69,12 @@ def stable_end(user: str, example: str) -> int:
     if start >= 0:
         line_end = user.find("\n", start)
         ends.append(len(user) if line_end < 0 else line_end)
+    goal = user.find("Goal:\n")
+    if goal >= 0:
+        section_end = user.find("\n\n", goal)
+        ends.append(len(user) if section_end < 0 else section_end)
+    if ACTION_CONTRACT in user:
+        ends.append(user.index(ACTION_CONTRACT) + len(ACTION_CONTRACT))
     return max(ends)
 
 

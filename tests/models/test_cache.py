@@ -309,3 +309,19 @@ def test_trial_zero_keeps_the_key_of_old_caches_and_later_trials_get_their_own()
     keys = [request_key(canonical_request(model_identity, replace(prompt, trial=k))) for k in range(3)]
     assert keys[0] == request_key(before_trials)
     assert len(set(keys)) == 3
+
+
+class PrefixCached(Echo):
+    """A server that reports the prompt tokens its prefix cache served."""
+
+    def generate(self, prompt, *, role="agent"):
+        self.calls += 1
+        return Reply(f"answer {self.calls}", Usage(10, 2, 1, cached_input_tokens=7, cache_write_tokens=3))
+
+
+def test_a_fresh_reply_keeps_the_cached_token_counts_the_server_reported(tmp_path):
+    model = cached(PrefixCached(), tmp_path)
+    fresh = model.generate(PROMPT)
+    assert not fresh.cached and fresh.usage == Usage(10, 2, 1, cached_input_tokens=7, cache_write_tokens=3)
+    again = model.generate(PROMPT)
+    assert again.cached and again.text == fresh.text and again.usage == Usage(10, 2, 1)  # no server served it

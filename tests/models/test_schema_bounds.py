@@ -5,7 +5,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from pos_bench.models.schema_bounds import KEY_PATTERN, bounded_schema
+from pos_bench.models.schema_bounds import KEY_PATTERN, NUMBER_LIMIT, NUMBER_STEP, bounded_schema
 
 
 class Place(BaseModel):
@@ -65,3 +65,23 @@ def test_free_form_objects_get_short_keys_and_scalar_values():
         assert pattern == KEY_PATTERN and pattern.endswith("{1,32}$")
     assert bounded["attributes"]["patternProperties"][KEY_PATTERN]["anyOf"][0]["maxLength"] == 50
     assert bounded["arguments"]["patternProperties"][KEY_PATTERN]["maxLength"] == 50
+
+
+def test_numbers_get_a_bounded_count_of_digits():
+    schema = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer"},
+            "probability": {"type": "number", "minimum": 0, "maximum": 1},
+            "level": {"type": "integer", "enum": [1, 2]},
+            "attributes": {"type": "object"},
+        },
+    }
+    bounded = bounded_schema(schema, max_chars=50, max_items=3)["properties"]
+    assert bounded["count"] == {"type": "integer", "minimum": -NUMBER_LIMIT, "maximum": NUMBER_LIMIT}
+    assert bounded["probability"] == {"type": "number", "minimum": 0, "maximum": 1, "multipleOf": NUMBER_STEP}
+    assert bounded["level"] == {"type": "integer", "enum": [1, 2]}
+    value = bounded["attributes"]["patternProperties"][KEY_PATTERN]
+    assert (
+        value["maximum"] == NUMBER_LIMIT and value["multipleOf"] == NUMBER_STEP and value["maxLength"] == 50
+    )

@@ -132,7 +132,9 @@ def test_an_episode_out_of_retries_fails_alone_and_resumes_from_the_cache(stub, 
 
 def comparable(run_dir: Path) -> tuple[dict, dict]:
     rows = {t: without(r, "seconds") for t, r in results(run_dir).items()}
-    logs = {t: [without(e, "time", "seconds", "cached") for e in events(run_dir, t)] for t in TASKS}
+    logs = {
+        t: [without(e, "time", "seconds", "cpu_seconds", "cached") for e in events(run_dir, t)] for t in TASKS
+    }
     return rows, logs
 
 
