@@ -205,29 +205,25 @@ def _use_wal(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
 
 
-@retry(
-    retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
-)
-def _add_served_column(db: sqlite3.Connection) -> None:
-    """Cache files written before replies kept their served revision get the column (empty for old rows)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
-    if "served" not in columns:
-        try:
-            db.execute("ALTER TABLE responses ADD COLUMN served TEXT")
-        except sqlite3.OperationalError as error:  # another connection added it first
-            if "duplicate column" not in str(error):
-                raise
+LATER_COLUMNS = {
+    "served": "TEXT",  # the served revision (empty for rows written before it was kept)
+    "refused": "TEXT",  # a refused request's error (empty: every older row is a reply)
+    "cached_input_tokens": "INTEGER",  # the server's prefix-cache counts, so a replay gives the recorded usage
+    "cache_write_tokens": "INTEGER",
+}
+"""Columns added after the first cache files were written, with their SQL types; older files get them empty."""
 
 
 @retry(
     retry=retry_if_exception(_locked), wait=wait_random(0.01, 0.1), stop=stop_after_delay(60), reraise=True
 )
-def _add_refused_column(db: sqlite3.Connection) -> None:
-    """Cache files written before refusals were recorded get the column (empty: every old row is a reply)."""
+def _add_later_columns(db: sqlite3.Connection) -> None:
     columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")}
-    if "refused" not in columns:
+    for name, kind in LATER_COLUMNS.items():
+        if name in columns:
+            continue
         try:
-            db.execute("ALTER TABLE responses ADD COLUMN refused TEXT")
+            db.execute(f"ALTER TABLE responses ADD COLUMN {name} {kind}")
         except sqlite3.OperationalError as error:  # another connection added it first
             if "duplicate column" not in str(error):
                 raise
@@ -297,8 +293,7 @@ class ResponseStore:
             "text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, calls INTEGER, created REAL, "
             "served TEXT, refused TEXT)"
         )
-        _add_served_column(db)
-        _add_refused_column(db)
+        _add_later_columns(db)
         db.commit()
 
     def get(self, key: str) -> Reply | None:
@@ -306,8 +301,8 @@ class ResponseStore:
             row = (
                 self._connect()
                 .execute(
-                    "SELECT text, input_tokens, output_tokens, calls, served, refused FROM responses "
-                    "WHERE key = ?",
+                    "SELECT text, input_tokens, output_tokens, calls, served, refused, cached_input_tokens, "
+                    "cache_write_tokens FROM responses WHERE key = ?",
                     (key,),
                 )
                 .fetchone()
@@ -316,7 +311,8 @@ class ResponseStore:
             raise cache_error(self.path, error) from error
         if row is None:
             return None
-        return Reply(row[0], Usage(row[1], row[2], row[3]), cached=True, served=row[4], refused=row[5])
+        usage = Usage(row[1], row[2], row[3], row[6] or 0, row[7] or 0)
+        return Reply(row[0], usage, cached=True, served=row[4], refused=row[5])
 
     def put(self, key: str, request: str, reply: Reply, *, overwrite: bool) -> Reply:
         """Store `reply` (unless another worker stored this request first and `overwrite` is off); return
@@ -332,12 +328,15 @@ class ResponseStore:
             time.time(),
             reply.served,
             reply.refused,
+            reply.usage.cached_input_tokens,
+            reply.usage.cache_write_tokens,
         )
         try:
             with self._connect() as db:
                 db.execute(
                     f"{verb} INTO responses (key, request, text, input_tokens, output_tokens, calls, created, "
-                    "served, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "served, refused, cached_input_tokens, cache_write_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
         except sqlite3.Error as error:
@@ -419,15 +418,6 @@ class Cached:
         stored = self.store.put(key, request, reply, overwrite=self.config.mode == "record")
         if stored.refused:
             raise refusal(stored)
-        if (stored.text, stored.usage.input_tokens, stored.usage.output_tokens) == (
-            reply.text,
-            reply.usage.input_tokens,
-            reply.usage.output_tokens,
-        ):
-            # This call's reply is the stored one: the server's own account of the call stands, with the
-            # prompt tokens its prefix cache served, which the file does not keep (a replayed reply is served
-            # by no server).
-            return reply
         return stored
 
 
