@@ -137,7 +137,11 @@ def rows_without_files(folder: Path, rows: list[dict[str, Any]]) -> int:
 
 
 def last_line(text: str) -> str:
+    """The last line of a command's output; a Python warning's last line is its source (`warnings.warn(`),
+    so the warning's message line before it is given too."""
     lines = text.strip().splitlines()
+    if len(lines) > 1 and lines[-1].strip().startswith("warnings.warn("):
+        return f"{lines[-2].strip()[:200]} / {lines[-1].strip()}"
     return lines[-1][:140] if lines else ""
 
 
