@@ -25,8 +25,8 @@ from reliability_harness import (
     lost_and_duplicated,
     raw_rows,
     remote,
+    resume,
     row_count,
-    rows_without_files,
     run_folders,
     start,
     the_folder,
@@ -220,19 +220,16 @@ def disk_full_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
                 and "resume" in message
             )
             filler.unlink()
-            resumed = cli(args, root)
-            folder = the_folder(root)
-            rows = raw_rows(folder)
-            missing, twice = lost_and_duplicated(rows, expected)
-            orphans = rows_without_files(folder, rows)
-            lost, duplicated, orphaned = lost + missing, duplicated + twice, orphaned + orphans
-            ok = stopped and resumed.returncode == 0 and len(rows) == n and not orphans
+            resumed = resume(args, root, expected)
+            lost, duplicated = lost + resumed.lost, duplicated + resumed.duplicated
+            orphaned += resumed.without_files
+            ok = stopped and resumed.code == 0 and len(resumed.rows) == n and not resumed.without_files
             good += ok
             if not ok:
                 notes.append(
                     f"trial {i}: exit {proc.returncode}, {len(errors)} stderr lines "
-                    f"({' | '.join(e[:100] for e in errors[-3:])}); resume exit {resumed.returncode}, "
-                    f"{len(rows)} rows, {orphans} without result.json"
+                    f"({' | '.join(e[:100] for e in errors[-3:])}); resume exit {resumed.code}, "
+                    f"{len(resumed.rows)} rows, {resumed.without_files} without result.json"
                 )
             shutil.rmtree(root, ignore_errors=True)
     finally:
@@ -348,18 +345,15 @@ def sigterm_check(tmp: Path, trials: int, rng: random.Random) -> list[Figure]:
             and not left
             and not alive
         )
-        resumed = cli(args, root)
-        folder = the_folder(root)
-        rows = raw_rows(folder)
-        missing, twice = lost_and_duplicated(rows, expected)
-        orphans = rows_without_files(folder, rows)
-        lost, duplicated, orphaned = lost + missing, duplicated + twice, orphaned + orphans
-        ok = clean and resumed.returncode == 0 and not orphans
+        resumed = resume(args, root, expected)
+        lost, duplicated = lost + resumed.lost, duplicated + resumed.duplicated
+        orphaned += resumed.without_files
+        ok = clean and resumed.code == 0 and not resumed.without_files
         good += ok
         if not ok:
             notes.append(
                 f"trial {i}: exit {proc.returncode}, left in TMPDIR {left}, workers alive {alive}, stderr "
-                f"{last_line(err)!r}; resume exit {resumed.returncode}"
+                f"{last_line(err)!r}; resume exit {resumed.code}"
             )
     return [
         Figure(

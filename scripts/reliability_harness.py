@@ -122,6 +122,26 @@ def lost_and_duplicated(rows: list[dict[str, Any]], expected: Iterable[str]) -> 
     return len(set(expected) - {task for task, _ in keys}), len(keys) - len(set(keys))
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """The same command run again after a fault, and what its results file then holds."""
+
+    code: int
+    rows: list[dict[str, Any]]
+    lost: int
+    duplicated: int
+    without_files: int
+
+
+def resume(args: list[str], root: Path, expected: Iterable[str]) -> Resumed:
+    """Run `args` again under `root` and count the rows lost, duplicated and without their files."""
+    done = cli(args, root)
+    folder = the_folder(root)
+    rows = raw_rows(folder)
+    lost, duplicated = lost_and_duplicated(rows, expected)
+    return Resumed(done.returncode, rows, lost, duplicated, rows_without_files(folder, rows))
+
+
 def rows_without_files(folder: Path, rows: list[dict[str, Any]]) -> int:
     """Rows whose episode folder has no `result.json` of that task."""
     from pos_bench.transcript import find_episode
