@@ -134,6 +134,16 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
+def release_semaphores() -> None:
+    """Unlink the named semaphores worker pools created (loky registers each with a finalizer that the normal
+    interpreter exit runs, `os._exit` does not): without this, a semaphore whose pool object was still alive at
+    Ctrl-C or SIGTERM is reported leaked by loky's resource tracker (seen in about 1 of 40 stops)."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        # the standard library exit hook for these finalizers (private, unchanged since Python 3.0)
+        util._run_finalizers(0)
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> JobOutcome:
     """One job. Alone it exits 2 on a refusal and 1 when every episode errored; inside a `-m` sweep it returns
@@ -155,6 +165,7 @@ def main(cfg: DictConfig) -> JobOutcome:
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
+        release_semaphores()
         # threads still playing an episode must not hold the exit; saved rows are on disk
         os._exit(143 if TERMINATED else 130)
     except Exception as error:

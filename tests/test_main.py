@@ -200,8 +200,8 @@ def test_a_sweep_lists_a_failed_job_with_its_cause_and_still_writes_the_report(t
 
 def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
-         "runner.n_jobs=2", "runner.progress=false", f"results_root={tmp_path}"],
+        [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=40", "method=raw", "model=scripted",
+         "model.delay=0.2", "runner.n_jobs=2", "runner.progress=false", f"results_root={tmp_path}"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     deadline = time.time() + 120
@@ -215,7 +215,7 @@ def test_ctrl_c_stops_cleanly_with_one_line_on_how_to_resume(tmp_path):
     assert "leaked" not in err and "KeyboardInterrupt" not in err
     folder = only_run(tmp_path, "toy/raw/scripted")
     saved = len((folder / "results.jsonl").read_text().splitlines())
-    assert f"interrupted: {saved} of 8 episodes are saved" in err
+    assert f"interrupted: {saved} of 40 episodes are saved" in err
 
 
 def test_extras_say_how_they_are_averaged(tmp_path):
@@ -231,8 +231,9 @@ def test_sigterm_stops_like_ctrl_c_with_the_resume_line_and_no_leftovers(tmp_pat
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "model.delay=0.2",
-         "runner.n_jobs=2", "runner.backend=loky", "runner.progress=false", f"results_root={tmp_path / 'r'}"],
+        [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=40", "method=raw", "model=scripted",
+         "model.delay=0.2", "runner.n_jobs=2", "runner.backend=loky", "runner.progress=false",
+         f"results_root={tmp_path / 'r'}"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "TMPDIR": str(scratch)},
     )  # fmt: skip
