@@ -138,17 +138,23 @@ def test_a_missing_api_key_stops_before_the_first_episode(tmp_path):
     assert out.returncode == 2 and "NO_SUCH_KEY_VAR is unset or empty" in out.stderr
 
 
+DEAD_OPENAI = (
+    "model=openai",
+    "model.base_url=http://127.0.0.1:9/v1",
+    "runner.check_endpoints=false",
+    "model.api_key_env=null",
+    "retry.max_attempts=1",
+    "cache.mode=off",
+)
+"""An OpenAI-compatible model at a closed port, tried once, the pre-flight check off: every episode errors."""
+
+
 def test_a_run_where_every_episode_errored_exits_nonzero_and_prints_the_cause(tmp_path):
     out = cli(
         "bench=toy",
         "bench.limit=2",
         "method=raw",
-        "model=openai",
-        "model.base_url=http://127.0.0.1:9/v1",
-        "runner.check_endpoints=false",
-        "model.api_key_env=null",
-        "retry.max_attempts=1",
-        "cache.mode=off",
+        *DEAD_OPENAI,
         f"results_root={tmp_path}",
         "runner.progress=false",
         check=False,
@@ -180,12 +186,7 @@ def test_a_sweep_lists_a_failed_job_with_its_cause_and_still_writes_the_report(t
         "bench=toy",
         "bench.limit=2",
         "method=raw,expert",
-        "model=openai",
-        "model.base_url=http://127.0.0.1:9/v1",
-        "runner.check_endpoints=false",
-        "model.api_key_env=null",
-        "retry.max_attempts=1",
-        "cache.mode=off",
+        *DEAD_OPENAI,
         f"results_root={tmp_path}",
         f"report={tmp_path}/sweep.html",
         "runner.progress=false",

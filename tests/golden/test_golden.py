@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -71,13 +72,18 @@ def scripted_reply(prompt: Prompt, index: int) -> str:
     return json.dumps(reply)
 
 
-def record(bench: str, method: str) -> str:
-    """The rendered transcript of one episode of `method` on `bench` (or the refusal, for an unsupported pair)."""
+def composed(bench: str, method: str) -> tuple[dict, Any]:
+    """The resolved config of a short scripted episode of `method` on `bench`, and its built benchmark."""
     overrides = [f"bench={bench}", f"method={method}", "model=scripted", f"bench.max_turns={TURNS}"]
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=overrides + BENCHES[bench] + OVERRIDES.get(method, []))
     plain = OmegaConf.to_container(cfg, resolve=True)
-    benchmark = instantiate(plain["bench"], _convert_="all")
+    return plain, instantiate(plain["bench"], _convert_="all")
+
+
+def record(bench: str, method: str) -> str:
+    """The rendered transcript of one episode of `method` on `bench` (or the refusal, for an unsupported pair)."""
+    plain, benchmark = composed(bench, method)
     task = benchmark.tasks()[0]
     log = Transcript()
     model = Recorded(ScriptedModel(default=scripted_reply), log)

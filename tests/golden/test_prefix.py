@@ -15,26 +15,19 @@ import itertools
 import os
 
 import pytest
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.pos.view import ACTION_CONTRACT
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Prompt
-from tests.conftest import REPO
-from tests.golden.test_golden import BENCHES, METHODS, OVERRIDES, TURNS, scripted_reply
+from tests.golden.test_golden import BENCHES, METHODS, composed, scripted_reply
 
 
 def policy_prompts(bench: str, method: str) -> tuple[list[Prompt], str]:
     """The policy prompts of one short episode (scripted replies) and the benchmark's format example."""
-    overrides = [f"bench={bench}", f"method={method}", "model=scripted", f"bench.max_turns={TURNS}"]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=overrides + BENCHES[bench] + OVERRIDES.get(method, []))
-    plain = OmegaConf.to_container(cfg, resolve=True)
-    benchmark = instantiate(plain["bench"], _convert_="all")
+    plain, benchmark = composed(bench, method)
     task = benchmark.tasks()[0]
     scripted = ScriptedModel(default=scripted_reply)
     model = Recorded(scripted, Transcript())
