@@ -134,24 +134,6 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-def release_semaphores() -> None:
-    """Unlink the named semaphores of worker pools still alive (loky registers each with a finalizer that the
-    normal interpreter exit runs and `os._exit` skips): without this, loky's resource tracker reports such a
-    semaphore leaked after about 1 in 40 Ctrl-C or SIGTERM stops. Only those finalizers run: unlinking a name
-    never blocks, whereas other exit finalizers (queue feeder joins) could hang on a killed worker."""
-    util = sys.modules.get("multiprocessing.util")
-    synchronize = sys.modules.get("joblib.externals.loky.backend.synchronize")
-    if util is None or synchronize is None:
-        return
-    registry = getattr(util, "_finalizer_registry", {})  # the standard library's table of exit finalizers
-    for finalizer in list(registry.values()):
-        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
-            try:
-                finalizer()
-            except OSError:  # already unlinked
-                pass
-
-
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> JobOutcome:
     """One job. Alone it exits 2 on a refusal and 1 when every episode errored; inside a `-m` sweep it returns
@@ -173,7 +155,6 @@ def main(cfg: DictConfig) -> JobOutcome:
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
-        release_semaphores()
         # threads still playing an episode must not hold the exit; saved rows are on disk
         os._exit(143 if TERMINATED else 130)
     except Exception as error:
