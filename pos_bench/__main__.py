@@ -12,9 +12,7 @@ import dataclasses
 import json
 import os
 import re
-import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,29 +116,13 @@ def chosen_labels() -> dict[str, Any]:
     return {key: choices.get(key) for key in ("bench", "method", "model")}
 
 
-TERMINATED: list[int] = []
-"""Set when SIGTERM arrived: the run stops as on Ctrl-C, with exit code 143 instead of 130."""
-
-
-def stop_on_sigterm() -> None:
-    """`kill PID` (SIGTERM, what a scheduler or a container stop sends) stops the run as Ctrl-C does: the
-    episodes that finished are saved, temporary folders removed, the resume line printed."""
-
-    def handler(signum: int, _frame: Any) -> None:
-        TERMINATED.append(signum)
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-
-
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> JobOutcome:
     """One job. Alone it exits 2 on a refusal and 1 when every episode errored; inside a `-m` sweep it returns
     the failure instead, so the other jobs run and the sweep's table lists this one with its cause."""
-    from pos_bench.runner import DiskFull, RunInterrupted
+    from pos_bench.runner import DiskFull, RunInterrupted, stop
 
-    stop_on_sigterm()
+    stop.listen()
     in_sweep = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
         outcome = run_command(cfg)
@@ -156,7 +138,7 @@ def main(cfg: DictConfig) -> JobOutcome:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
         # threads still playing an episode must not hold the exit; saved rows are on disk
-        os._exit(143 if TERMINATED else 130)
+        os._exit(stop.exit_code())
     except Exception as error:
         if not in_sweep:
             raise

@@ -26,6 +26,7 @@ from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
+from pos_bench.runner import stop
 from pos_bench.runner.progress import Progress
 from pos_bench.runner.results import (
     NO_SPACE,
@@ -208,7 +209,12 @@ def played(
         parent_pid=worker_parent_pid(runner.backend),
         shared=pool.shared,
     )
-    return pool.map_unordered(work, todo, tick=progress.tick)
+
+    def tick(in_flight: list[Task]) -> None:
+        stop.check()  # a Ctrl-C whose KeyboardInterrupt Python lost still stops the run within a tick
+        progress.tick(in_flight)
+
+    return pool.map_unordered(work, todo, tick=tick)
 
 
 @contextmanager
