@@ -236,3 +236,22 @@ def test_a_free_text_claim_is_about_the_first_world_entity_it_names() -> None:
     ]
     # every phrase speaks of the subject: "closed" lands on the mug, where the truth leaves it unscored
     assert [j.verdict for j in judge(claims, kitchen())] == ["true", "unscored"]
+
+
+def test_a_sentence_written_where_a_name_belongs_is_read_as_free_text() -> None:
+    """The passport's small-model records put whole sentences in the name field."""
+    world = kitchen(held="mug 1")
+    assert set(read(Claim("I am at countertop 1 holding mug 1"), world)) == {
+        Fact(AGENT, "location", "countertop 1"),
+        Fact(AGENT, "holding", "mug 1"),
+    }
+    assert set(read(Claim("apple 1 sits on countertop 1", "seen at the start"), world)) == {
+        Fact("apple 1", "location", "countertop 1")
+    }
+    assert read(Claim("the world did not change"), world) == ()
+    assert [j.verdict for j in judge([Claim("You are holding apple 1")], world)] == ["false"]
+
+
+def test_a_term_points_at_the_entity_named_after_its_phrase() -> None:
+    claim = Claim("agent", "at countertop 1, holding mug 1")
+    assert set(read(claim, kitchen())) == {Fact(AGENT, "location", "countertop 1"), Fact(AGENT, "holding", "mug 1")}

@@ -9,14 +9,16 @@ The rule that reads a claim (`read`), in full:
    when it has the shape of the world's entity names (`WorldTruth.entity_shape`; empty: any name). A claim
    naming an invented entity states one fact, that the entity exists (`EXISTS`, the subject's name before
    the object's), and that fact is false: a claim about what is not there is not true, whatever else it says.
-   A claim whose subject is neither held by the world nor invented states no fact (unscored).
+   A subject that is neither held by the world nor invented is a sentence written where a name belongs
+   ("I am at sinkbasin 1 holding ladle 2"): its words are read with the claim's text as a free-text claim
+   (rule 3), about the agent when its first word is an agent word.
 3. A claim that gives only its subject (no text, no object) states that its subject exists: true for an
    entity the world holds. A free-text claim (no subject: a verified fact, a summary line) is about the
    first world entity its text names and never states existence alone.
 4. Each `Term` of the benchmark's vocabulary whose phrase occurs in the claim's text as whole words gives
    one fact; only the first matching term of an attribute counts (terms are ordered, negated phrases first).
-5. A term without a fixed value takes the claim's object, else the first other world entity named in the
-   text; a term whose value is `LITERAL` takes the word or number written right after its phrase (past
+5. A term without a fixed value takes the claim's object, else the first other world entity named after the
+   term's phrase, else the first other one named anywhere in the text; a term whose value is `LITERAL` takes the word or number written right after its phrase (past
    "is", "=", ":"); without one it gives no fact.
 A read fact is true when the truth holds it, false when the truth holds the same subject and attribute with
 other values only, and unscored when the truth says nothing about that subject and attribute; the truth
@@ -132,11 +134,18 @@ def _first_named(text: str, truth: WorldTruth, besides: str = "") -> str | None:
     return min(hits)[2] if hits else None
 
 
-def _pointed(claim: Claim, subject: str, text: str, truth: WorldTruth) -> str | None:
+def _pointed(claim: Claim, subject: str, text: str, after: int, truth: WorldTruth) -> str | None:
+    """Rule 5: the entity a term points at; `after` is where the term's phrase ends in `text`."""
     if claim.object:
         other = name(claim.object)
         return other if other in truth.entities else None
-    return _first_named(text, truth, besides=subject)
+    return _first_named(text[after:], truth, besides=subject) or _first_named(text, truth, besides=subject)
+
+
+def _phrase_end(term: Term, text: str) -> int:
+    """Where the term's earliest phrase in `text` ends (the term is known to occur)."""
+    found = [m for p in term.phrases if (m := re.search(rf"(?<![a-z0-9]){re.escape(p)}(?![a-z0-9])", text))]
+    return min(found, key=lambda m: m.start()).end()
 
 
 def value_text(value: object) -> str:
@@ -171,6 +180,9 @@ def read(claim: Claim, truth: WorldTruth) -> tuple[Fact, ...]:
         return (Fact(fake, EXISTS, "true"),)
     text = " ".join(f"{claim.text} {claim.object}".lower().split())
     subject = name(claim.subject) if claim.subject.strip() else _first_named(text, truth)
+    if claim.subject.strip() and subject not in truth.entities:  # a sentence for a name (rule 2)
+        text = " ".join(f"{claim.subject} {text}".lower().split())
+        subject = AGENT if text.split()[0] in _AGENT_WORDS else _first_named(text, truth)
     if subject not in truth.entities:
         return ()
     if claim.subject.strip() and not text:
@@ -182,7 +194,7 @@ def read(claim: Claim, truth: WorldTruth) -> tuple[Fact, ...]:
         if term.value == LITERAL:
             value = _literal(term, text)
         elif term.value is None:
-            value = _pointed(claim, subject, text, truth)
+            value = _pointed(claim, subject, text, _phrase_end(term, text), truth)
         else:
             value = term.value
         if value is None:
