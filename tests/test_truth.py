@@ -254,4 +254,7 @@ def test_a_sentence_written_where_a_name_belongs_is_read_as_free_text() -> None:
 
 def test_a_term_points_at_the_entity_named_after_its_phrase() -> None:
     claim = Claim("agent", "at countertop 1, holding mug 1")
-    assert set(read(claim, kitchen())) == {Fact(AGENT, "location", "countertop 1"), Fact(AGENT, "holding", "mug 1")}
+    assert set(read(claim, kitchen())) == {
+        Fact(AGENT, "location", "countertop 1"),
+        Fact(AGENT, "holding", "mug 1"),
+    }

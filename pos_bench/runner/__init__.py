@@ -21,12 +21,12 @@ from typing import Any
 
 from pos_bench.loop import RetryBudget
 from pos_bench.redact import Redactor, redactor_for
+from pos_bench.runner import stop
 from pos_bench.runner.code import CodeRecord, check_code, code_record
 from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
-from pos_bench.runner import stop
 from pos_bench.runner.progress import Progress
 from pos_bench.runner.results import (
     NO_SPACE,

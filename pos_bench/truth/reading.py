@@ -18,8 +18,8 @@ The rule that reads a claim (`read`), in full:
 4. Each `Term` of the benchmark's vocabulary whose phrase occurs in the claim's text as whole words gives
    one fact; only the first matching term of an attribute counts (terms are ordered, negated phrases first).
 5. A term without a fixed value takes the claim's object, else the first other world entity named after the
-   term's phrase, else the first other one named anywhere in the text; a term whose value is `LITERAL` takes the word or number written right after its phrase (past
-   "is", "=", ":"); without one it gives no fact.
+   term's phrase, else the first other one named anywhere in the text; a term whose value is `LITERAL` takes
+   the word or number written right after its phrase (past "is", "=", ":"); without one it gives no fact.
 A read fact is true when the truth holds it, false when the truth holds the same subject and attribute with
 other values only, and unscored when the truth says nothing about that subject and attribute; the truth
 holds `EXISTS` = "true" for each of its entities and "false" for every other name.
@@ -121,9 +121,14 @@ def name(text: str) -> str:
     return AGENT if text in _AGENT_WORDS else text
 
 
+def _found(phrase: str, text: str) -> re.Match[str] | None:
+    """The first occurrence of `phrase` in `text` as whole words."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", text)
+
+
 def _occurs(phrase: str, text: str) -> int:
     """Where `phrase` first occurs in `text` as whole words, or -1."""
-    found = re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", text)
+    found = _found(phrase, text)
     return found.start() if found else -1
 
 
@@ -144,7 +149,7 @@ def _pointed(claim: Claim, subject: str, text: str, after: int, truth: WorldTrut
 
 def _phrase_end(term: Term, text: str) -> int:
     """Where the term's earliest phrase in `text` ends (the term is known to occur)."""
-    found = [m for p in term.phrases if (m := re.search(rf"(?<![a-z0-9]){re.escape(p)}(?![a-z0-9])", text))]
+    found = [m for p in term.phrases if (m := _found(p, text))]
     return min(found, key=lambda m: m.start()).end()
 
 
