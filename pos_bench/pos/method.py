@@ -222,10 +222,11 @@ class Pos(MethodBase):
 
     def _audit(self, mode: str, evidence: list[dict], before: Belief, candidate: Belief):
         b, c = before.world.to_dict(), candidate.world.to_dict()
+        # SPEC-POS §6.5's keys; the belief before comes first, as in the progress lane's payload (prefix reuse)
         payload = {
-            "step": self.step,
             "belief_before": self._context(before),
             "candidate_belief": self._context(candidate),
+            "step": self.step,
             "changed_ids": changed_ids(b, c),
             "raw_trajectory": evidence,
         }
@@ -283,13 +284,14 @@ class Pos(MethodBase):
             return diagnostic_progress(b, a, threshold=self.sentinel.diagnostic_progress_threshold)
         if record.success:
             return ProgressLabel(1, "env_success", 1.0, [], "the environment reports success")
+        # SPEC-POS §6.6's keys, the two beliefs first (the audit's payload opens with the same belief before)
         payload = {
+            "belief_before": self._context(before),
+            "belief_after": self._context(after),
             "step": index,
             "frontier": record.frontier,
             "action": record.action,
             "observation": record.observation,
-            "belief_before": self._context(before),
-            "belief_after": self._context(after),
         }
         changed = {i for ids in changed_ids(b, a).values() for i in ids}
         return judge_progress(self.model, self.sentinel, payload, changed)

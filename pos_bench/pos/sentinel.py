@@ -16,30 +16,44 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pos_bench.protocols import Model
-from pos_bench.structured import StructuredFailure, ask
+from pos_bench.structured import StructuredFailure, ask, payload_text
 from pos_bench.types import Message, Prompt
 
 TRUNCATION = "\n[... observation truncated ...]\n"
 
-AUDIT_SYSTEM = """You audit one proposed change to an agent's belief about its task world.
-You receive the belief before the change, the candidate belief after it, the ids of the records the change touched
-(`changed_ids`) and the raw evidence (`raw_trajectory`: steps with the action taken and the observation returned).
-Flag a problem only in a record or gap this change touched, and only when it contradicts the rest of the belief
-(internal: for example one object held to be both open and closed) or contradicts the raw evidence (external).
-Something not being visible in a partial observation is not a contradiction.
-Report at most one issue and back it with a quote copied word for word from the observation or action of the step
-you cite. Never advise what the agent should do in the environment.
-Reply with one JSON object {"issues": [...]}; an empty list means the candidate is consistent. Each issue has the
-keys targets (record ids or gap targets), issue_type ("internal" or "external"), problem, evidence_step,
-evidence_quote, evidence, suggestion (how to correct the belief)."""
+SENTINEL_SYSTEM = """You are the Belief Sentinel: you check an agent's belief about its task world, one step at a time,
+in one of two jobs. Each message is a JSON object that opens with the belief before the step (`belief_before`) and
+then the belief after it, followed by the evidence; its last line names the job.
 
-JUDGE_SYSTEM = """You judge whether the agent's last step moved it forward on its Active Gap (the gap it was working on).
-Label progress 1 in three cases only: the gap became smaller; the step produced evidence the gap needs; or the step
-established a fact (a state or relation) on a believable route to the goal. Repeating a failure, getting the same
-unchanged result again, or changing something unrelated is 0. For example, opening a drawer and finding it empty
-narrows where the mug can be (1); opening the same empty drawer a second time teaches nothing (0).
-Reply with one JSON object {"progress": 0 or 1, "score": a number >= 0, "affected_record_ids": [ids of records the
-step changed that support your label], "reason": one sentence}."""
+Job "audit": the message holds a proposed change: the candidate belief after it (`candidate_belief`), the ids of the
+records the change touched (`changed_ids`) and the raw evidence (`raw_trajectory`: steps with the action taken and
+the observation returned). Flag a problem only in a record or gap this change touched, and only when it contradicts
+the rest of the belief (internal: for example one object held to be both open and closed) or contradicts the raw
+evidence (external). Something not being visible in a partial observation is not a contradiction. Report at most one
+issue and back it with a quote copied word for word from the observation or action of the step you cite. Never
+advise what the agent should do in the environment. Reply with one JSON object {"issues": [...]}; an empty list means
+the candidate is consistent. Each issue has the keys targets (record ids or gap targets), issue_type ("internal" or
+"external"), problem, evidence_step, evidence_quote, evidence, suggestion (how to correct the belief).
+
+Job "progress": the message holds the committed belief after the step (`belief_after`), the Active Gap the agent
+was working on (`frontier`), the action and the observation. Judge whether the step moved the agent forward on that
+gap. Label progress 1 in three cases only: the gap became smaller; the step produced evidence the gap needs; or the
+step established a fact (a state or relation) on a believable route to the goal. Repeating a failure, getting the
+same unchanged result again, or changing something unrelated is 0. For example, opening a drawer and finding it
+empty narrows where the mug can be (1); opening the same empty drawer a second time teaches nothing (0). Reply with
+one JSON object {"progress": 0 or 1, "score": a number >= 0, "affected_record_ids": [ids of records the step changed
+that support your label], "reason": one sentence}."""
+"""Both lanes share this system prompt and their payloads open with the same belief, so the progress call reuses
+the audit's prompt prefix in a server's prefix cache (llama.cpp, vLLM, providers' prompt caching)."""
+
+AUDIT_JOB = 'Job: "audit". Reply with the audit\'s JSON object only.'
+JUDGE_JOB = 'Job: "progress". Reply with the progress JSON object only.'
+
+
+def sentinel_prompt(payload: Mapping[str, Any], job: str, **options: Any) -> Prompt:
+    """A Sentinel lane's prompt: the shared system prompt, then the payload and the job line."""
+    content = payload_text(payload) + "\n\n" + job
+    return Prompt(messages=(Message("system", SENTINEL_SYSTEM), Message("user", content)), **options)
 
 
 @dataclass(frozen=True)
@@ -170,10 +184,8 @@ class AuditVerdict:
 
 def audit(model: Model, config: SentinelConfig, payload: Mapping[str, Any], known: set[str]) -> AuditVerdict:
     """One audit call (role `sentinel_consistency`) and the grounding filter."""
-    prompt = Prompt(
-        messages=(Message("system", AUDIT_SYSTEM), Message("user", json.dumps(payload, ensure_ascii=False))),
-        schema=AuditReply.model_json_schema(),
-        max_tokens=config.consistency_max_tokens,
+    prompt = sentinel_prompt(
+        payload, AUDIT_JOB, schema=AuditReply.model_json_schema(), max_tokens=config.consistency_max_tokens
     )
     reply = ask(
         model, prompt, _AuditPayload, role="sentinel_consistency", max_repairs=1, check=_first_issue_problem
@@ -221,10 +233,7 @@ def judge_progress(
         unknown = [i for i in reply.affected_record_ids if i not in changed]
         return f"affected_record_ids {unknown} were not changed by this step" if unknown else None
 
-    prompt = Prompt(
-        messages=(Message("system", JUDGE_SYSTEM), Message("user", json.dumps(payload, ensure_ascii=False))),
-        max_tokens=config.progress_max_tokens,
-    )
+    prompt = sentinel_prompt(payload, JUDGE_JOB, max_tokens=config.progress_max_tokens)
     reply = ask(model, prompt, ProgressReply, role="sentinel_progress", max_repairs=1, check=check)
     if isinstance(reply, StructuredFailure):
         return ProgressLabel(None, "llm_judge", reason=f"unverified: {reply.problem}"[:500])

@@ -64,12 +64,15 @@ def moved(n: int) -> dict[str, Any]:
 
 
 def payload(prompt: Prompt) -> dict[str, Any]:
-    return json.loads(prompt.messages[-1].content) if prompt.messages[-1].role == "user" else {}
+    """The JSON object a role's last user message opens with (a Sentinel lane's message ends with its job line)."""
+    if prompt.messages[-1].role != "user":
+        return {}
+    return json.JSONDecoder().raw_decode(prompt.messages[-1].content)[0]
 
 
 def grounded_issue(prompt: Prompt) -> dict[str, Any]:
     """An issue quoting the newest evidence step verbatim."""
-    last = json.loads(prompt.messages[1].content)["raw_trajectory"][-1]
+    last = payload(prompt)["raw_trajectory"][-1]
     return {
         "targets": ["e1"],
         "issue_type": "external",

@@ -79,7 +79,7 @@ FLAGGED = ("f1", "t3")
 
 def audit(prompt) -> dict:
     """Flag a candidate holding a record of FLAGGED, quoting the newest evidence verbatim."""
-    payload = json.loads(prompt.messages[1].content)
+    payload = json.JSONDecoder().raw_decode(prompt.messages[1].content)[0]
     world = payload["candidate_belief"]["world"]
     hit = next((i for i in FLAGGED if i in world["states"] or i in world["relations"]), None)
     if hit is None:
