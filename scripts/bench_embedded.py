@@ -2,7 +2,8 @@
 thread count, calls per minute with one and two workers, and seconds per call (per role) and per step for
 raw and PoS on the first turns of an ALFWorld game, with and without prefix reuse and per-role reply caps.
 
-    .venv/bin/python scripts/bench_embedded.py [--turns 3] [--game 0] [--threads 1 2] [--parts rates workers steps]
+    .venv/bin/python scripts/bench_embedded.py [--turns 3] [--game 0] [--games 1] [--threads 1 2]
+        [--parts rates workers steps]
 
 Every figure has its CPU-second twin beside the wall one (process CPU time, and llama.cpp's own timings):
 on a machine shared with other jobs, wall time measures the neighbours too. `valid` is the share of a role's
@@ -39,6 +40,8 @@ class Call:
     cached_tokens: int
     generated: int
     valid: bool
+    game: int = 1
+    """Which of the games played by one model (1 = the first, on a freshly started server)."""
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Timed:
     env: Any
     verbose: bool = False
     env_steps: int = 0
+    game: int = 1
     calls: list[Call] = field(default_factory=list)
 
     @property
@@ -66,7 +70,10 @@ class Timed:
         step = self.env_steps + 1 if role == "agent" else max(self.env_steps, 1)
         timings = self.model.last_timings
         if self.verbose:
-            print(f"  call {role} step {step}: {wall:.1f} s wall, {cpu:.1f} CPU-s, {timings}", flush=True)
+            print(
+                f"  call {role} game {self.game} step {step}: {wall:.1f} s wall, {cpu:.1f} CPU-s, {timings}",
+                flush=True,
+            )
         self.calls.append(
             Call(
                 role,
@@ -77,6 +84,7 @@ class Timed:
                 timings.cached_tokens,
                 timings.generated_tokens,
                 _is_object(reply.text),
+                self.game,
             )
         )
         return reply
@@ -166,13 +174,17 @@ def workers(prompt: Prompt, calls: int) -> list[dict[str, Any]]:
     return rows
 
 
-def episode(method: str, turns: int, game: int, overrides: Sequence[str], verbose: bool) -> list[Call]:
+def episode(
+    method: str, turns: int, game: int, overrides: Sequence[str], verbose: bool, games: int = 1
+) -> list[Call]:
+    """Play `games` games from `game` on, one after another with one model (as a run's worker does: from the
+    second game on, llama.cpp's prompt cache holds the roles' fixed prompts), `turns` turns each."""
     cfg = compose_config(
         [
             f"method={method}",
             "bench=alfworld",
             f"bench.start={game}",
-            "bench.limit=1",
+            f"bench.limit={games}",
             f"bench.max_turns={turns}",
             *overrides,
         ]
@@ -180,22 +192,26 @@ def episode(method: str, turns: int, game: int, overrides: Sequence[str], verbos
     bench = build(cfg["bench"])
     model = LocalModel(**{k: v for k, v in cfg["model"].items() if k != "_target_"})
     timed = Timed(model, bench.make_env(None), verbose)
-    try:
-        with build(cfg["method"])(model=timed) as agent:
-            play(
-                bench.tasks()[0],
-                timed,
-                agent,
-                timed,
-                brief=bench.brief,
-                max_turns=bench.max_turns,
-                log=Transcript(path=None, keep=False),
+    for number, task in enumerate(bench.tasks(), start=1):
+        timed.game, timed.env_steps = number, 0
+        try:
+            with build(cfg["method"])(model=timed) as agent:
+                play(
+                    task,
+                    timed,
+                    agent,
+                    timed,
+                    brief=bench.brief,
+                    max_turns=bench.max_turns,
+                    log=Transcript(path=None, keep=False),
+                )
+        except Exception as error:  # noqa: BLE001 - the episode boundary: the calls made so far are still reported
+            print(
+                f"{method} {' '.join(overrides)}: game {number} ended by {type(error).__name__}: {error}"[
+                    :300
+                ],
+                flush=True,
             )
-    except Exception as error:  # noqa: BLE001 - the episode boundary: the calls made so far are still reported
-        print(
-            f"{method} {' '.join(overrides)}: episode ended by {type(error).__name__}: {error}"[:300],
-            flush=True,
-        )
     timed.close()
     model.close()
     return timed.calls
@@ -213,12 +229,14 @@ VARIANTS = {
 
 def summarize(name: str, calls: list[Call]) -> list[str]:
     lines = []
-    by_step: dict[int, list[Call]] = {}
+    by_step: dict[tuple[int, int], list[Call]] = {}
     for call in calls:
-        by_step.setdefault(call.step, []).append(call)
-    for step, group in sorted(by_step.items()):
+        by_step.setdefault((call.game, call.step), []).append(call)
+    several = len({game for game, _ in by_step}) > 1
+    for (game, step), group in sorted(by_step.items()):
+        where = f"game {game} step {step}" if several else f"step {step}"
         lines.append(
-            f"{name:18} step {step:<3} {'':24} {len(group):5} {sum(c.wall for c in group):8.1f} "
+            f"{name:18} {where:<16} {'':17} {len(group):5} {sum(c.wall for c in group):8.1f} "
             f"{sum(c.cpu for c in group):8.1f} {sum(c.prompt_tokens for c in group):7} "
             f"{sum(c.cached_tokens for c in group):7} {sum(c.generated for c in group):6}"
         )
@@ -237,6 +255,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--game", type=int, default=0)
+    parser.add_argument(
+        "--games", type=int, default=1, help="games played one after another by one model (steps per game)"
+    )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--calls", type=int, default=4, help="calls per worker for the workers figure")
     parser.add_argument("--parts", nargs="+", default=["rates", "workers", "steps"])
@@ -264,7 +285,9 @@ def main() -> None:
         )
         for name in args.variants:
             method, overrides = VARIANTS[name]
-            for line in summarize(name, episode(method, args.turns, args.game, overrides, args.verbose)):
+            for line in summarize(
+                name, episode(method, args.turns, args.game, overrides, args.verbose, args.games)
+            ):
                 print(line, flush=True)
 
 
