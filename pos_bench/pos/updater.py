@@ -7,6 +7,7 @@ second failure raises `BeliefFailure`, which the method turns into a context err
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pos_bench.pos.belief import Belief, BeliefDelta, BeliefError, BeliefInit, apply_delta
 from pos_bench.protocols import Model
-from pos_bench.structured import StructuredFailure, ask, payload_text
+from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Message, Prompt
 
 RECORDS = """The belief is a small graph. Entities are concrete things or actors (entity_id, entity_type, name,
@@ -148,7 +149,7 @@ class Updater:
         if issues:
             task = f"{INIT_TASK}\n\n{REPAIR_SECTION}"
             payload["consistency_issues"] = list(issues)
-        prompt = self._prompt(self._system(task), payload_text(payload), BeliefInit)
+        prompt = self._prompt(self._system(task), json.dumps(payload, ensure_ascii=False), BeliefInit)
         return self._candidate(prompt, BeliefInit, base, "init repair" if issues else "init")
 
     def update(
@@ -163,7 +164,7 @@ class Updater:
         if issues:
             task = f"{UPDATE_TASK}\n\n{REPAIR_SECTION}"
             payload["consistency_issues"] = list(issues)
-        prompt = self._prompt(self._system(task), payload_text(payload), BeliefDelta)
+        prompt = self._prompt(self._system(task), json.dumps(payload, ensure_ascii=False), BeliefDelta)
         return self._candidate(prompt, BeliefDelta, committed, "repair" if issues else "update")
 
     def textualize(self, belief: Belief) -> str:
@@ -174,7 +175,7 @@ class Updater:
             "achievement_gaps": [g.model_dump() for g in belief.achievement_gaps],
             "active_gap": belief.expanded_active_gap(),
         }
-        prompt = self._prompt(TEXTUALIZE_TASK, payload_text(payload), BeliefText)
+        prompt = self._prompt(TEXTUALIZE_TASK, json.dumps(payload, ensure_ascii=False), BeliefText)
         reply = ask(self.model, prompt, BeliefText, role="belief", max_repairs=1)
         if isinstance(reply, StructuredFailure):
             raise BeliefFailure(f"belief text: no usable reply after one repair ({reply.problem})"[:2000])
