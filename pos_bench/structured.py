@@ -28,8 +28,8 @@ REPAIR = (
 
 
 def payload_text(value: Any) -> str:
-    """The JSON a structured role reads: the same content without optional spaces (about 8% fewer prompt
-    tokens on a belief or audit payload with SmolLM2's tokenizer)."""
+    """A payload as compact JSON: the same content without optional spaces (about 8% fewer prompt tokens on a
+    Sentinel payload with SmolLM2's tokenizer)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
