@@ -3,6 +3,9 @@ T52, T53, T56–T58, T63–T65)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from pos_bench.pos.method import Pos
@@ -231,3 +234,28 @@ def test_sticky_active_gap_survives_a_new_proposal():
     act(pos, 0)
     assert pos.belief.active_gap.gap_type == "epistemic"
     assert pos.report()["frontier_history"][0]["step"] == -1
+
+
+def test_the_progress_prompt_opens_with_the_audit_prompt_of_the_same_step():
+    """Prefix reuse: both Sentinel lanes send one system prompt and open their payloads with the belief before the
+    step, so a server's prefix cache serves the judge from the audit's prompt."""
+    seen: dict[str, list] = {"audit": [], "judge": []}
+
+    def audit(prompt):
+        seen["audit"].append(prompt)
+        return {"issues": []}
+
+    def judge(prompt):
+        seen["judge"].append(prompt)
+        return {"progress": 0, "score": 0.0, "affected_record_ids": [], "reason": "no change"}
+
+    pos, _ = started(PosScript(updates=[moved(1)], audits=[audit], judges=[judge]))
+    pos.prompt(obs("now"))
+    act(pos, 0)
+    audit_prompt, judge_prompt = seen["audit"][-1], seen["judge"][0]
+    assert audit_prompt.messages[0] == judge_prompt.messages[0]
+    audit_text, judge_text = audit_prompt.messages[1].content, judge_prompt.messages[1].content
+    belief_before = json.JSONDecoder().raw_decode(audit_text)[0]["belief_before"]
+    assert json.JSONDecoder().raw_decode(judge_text)[0]["belief_before"] == belief_before
+    shared = len(os.path.commonprefix([audit_text, judge_text]))
+    assert shared > len(json.dumps(belief_before, separators=(",", ":"), ensure_ascii=False))
