@@ -5,6 +5,11 @@ launched from installed binaries and wrapped by upstream's `MCPTool` and `ToolEn
 calls becomes one OpenAI tool call for `step_openai`. `claim_done`, or an action that is not a tool call, runs the
 checker: reward 1.0 or 0.0 with `terminated`. The harness keeps its own tool-use cap because the wrapper stops
 executing calls at its limit without ending the episode (SPEC-BENCH §3.5).
+
+An episode that ends on a budget (turns or tool uses) without `claim_done` scores 0 as the spec says; with
+`bench.grade_unclaimed` the checker then also grades the workspace as the agent left it, recorded beside the score
+as `unclaimed_reward` (upstream's own final-answer path, which has no turn cap and so always ends in the checker).
+It tells "did the work but never claimed it" from "did not do the work"; it never counts as success.
 """
 
 from __future__ import annotations
@@ -108,6 +113,7 @@ class LocaEnv:
         self._claim_folder(self._task_dir)
         self._vault = Vault(self._task_dir, b.work_dir / ".vault" / case.case_id)
         self._uses, self._reward, self._terminated, self._truncated = 0, 0.0, False, False
+        self._unclaimed: float | str | None = None
         world, cache_status = self._world(case, self._task_dir)
         validate_log(case, self._task_dir / "logs" / "env.log")
         workspace = self._task_dir / "agent_workspace"
@@ -254,12 +260,29 @@ class LocaEnv:
             extras={
                 "claimed_done": self._terminated,
                 "truncated": self._truncated,
+                "unclaimed_reward": self._grade_unclaimed(),
                 "tool_uses": self._uses,
                 "tools": self._info["tools"],
                 "reset_seconds": self._info["reset_seconds"],
                 "world_cached": self._info["world_cached"],
             },
         )
+
+    def _grade_unclaimed(self) -> float | str | None:
+        """The checker's reward for the workspace as it stands, once, when the episode was played but ended
+        without `claim_done`; None otherwise (or with `bench.grade_unclaimed` off). A checker that fails here
+        gives its error text, not an errored episode: the episode itself is already over."""
+        if self._terminated or not self._bench.grade_unclaimed or self._vault is None:
+            return None
+        if self._unclaimed is None:
+            self._vault.unlock()  # the checker reads the ground truth
+            try:
+                with _quiet(self._task_dir):
+                    _, reward, *_ = self._wrapper.step_openai({"type": "normal", "data": [""]})
+                self._unclaimed = float(reward or 0.0)
+            except Exception as error:  # noqa: BLE001 (upstream's checker, any failure is reported as text)
+                self._unclaimed = f"checker failed: {type(error).__name__}: {error}"[:500]
+        return self._unclaimed
 
     # -- close ---------------------------------------------------------------------------------------
     @property
@@ -319,6 +342,7 @@ class LocaBenchmark:
         work_dir: str = "~/.cache/pos_bench/loca/work",
         cache_dir: str | None = "~/.cache/pos_bench/loca/worlds",
         tools_dir: str = "~/.cache/pos_bench/loca-tools",
+        grade_unclaimed: bool = True,
     ):
         bad = [x for x in lengths if x not in LENGTHS]
         if bad or not lengths or keep_workspaces not in ("failed", "all", "none"):
@@ -340,6 +364,7 @@ class LocaBenchmark:
         self.start, self.limit = start, limit
         self.max_turns, self.max_tool_uses, self.tool_timeout = max_turns, max_tool_uses, tool_timeout
         self.keep_workspaces, self.sandbox, self.servers = keep_workspaces, sandbox, servers
+        self.grade_unclaimed = grade_unclaimed
         self.work_dir = Path(work_dir).expanduser().resolve()
         self.installed = Installed(Path(tools_dir).expanduser())
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None

@@ -244,6 +244,20 @@ def test_excel_market_research_solved_through_python_execute(dirs, wrong, server
     env.close()
 
 
+@pytest.mark.parametrize("wrong", [False, True])
+def test_an_episode_ended_by_its_budget_is_graded_as_left_but_never_counted_a_success(dirs, wrong):
+    code = EXCEL_SOLVER.replace('"mn": 0.001', '"mn": 1.0') if wrong else EXCEL_SOLVER
+    env, seen = play(dirs, "ExcelMarketResearch", [python(code)])  # the budget ends here: no claim_done
+    score = env.score()
+    assert not seen[-1].done and not score.success and score.value == 0.0
+    assert score.extras["claimed_done"] is False
+    assert score.extras["unclaimed_reward"] == (0.0 if wrong else 1.0)
+    env.close()
+    claimed, _ = play(dirs, "ExcelMarketResearch", [ToolCall(CLAIM, {})])
+    assert claimed.score().extras["unclaimed_reward"] is None  # the checker already graded a claimed episode
+    claimed.close()
+
+
 RANGES = """import json, openpyxl
 sheet = openpyxl.load_workbook("machine_operating_parameters.xlsx", data_only=True)["Operating Parameters"]
 rows = list(sheet.iter_rows(values_only=True))
