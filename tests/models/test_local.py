@@ -125,6 +125,27 @@ def test_prefix_reuse_and_reply_limits_are_part_of_the_model_identity():
         LocalModel(reply_limits={"belief": {"max_tokens": 0, "items": 2, "chars": 20}})
 
 
+def test_a_reply_types_limits_win_over_its_roles():
+    """`BeliefDelta` replies get their own caps; other replies of the role keep the role's."""
+    from pos_bench.pos.belief import BeliefDelta, BeliefInit
+
+    capped = LocalModel(
+        reply_limits={
+            "belief": {"max_tokens": 64, "items": 2, "chars": 20},
+            "BeliefDelta": {"max_tokens": 32, "items": 1, "chars": 20},
+        }
+    )
+    ask = {
+        kind: Prompt(messages=(Message("user", "x"),), schema=kind.model_json_schema())
+        for kind in (BeliefDelta, BeliefInit)
+    }
+    assert capped.limits_for(ask[BeliefDelta], "belief").items == 1
+    assert capped.limits_for(ask[BeliefInit], "belief").items == 2
+    assert capped.limits_for(Prompt(messages=(Message("user", "x"),)), "belief").items == 2
+    assert capped.limits_for(ask[BeliefInit], "agent") is None
+    assert capped.describe()["reply_limits"]["BeliefDelta"]["items"] == 1  # in the identity
+
+
 @embedded
 def test_reply_limits_apply_to_their_role_only(model):
     """The same prompt, asked as a capped role and as an uncapped one: only the capped reply is shortened."""
