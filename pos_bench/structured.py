@@ -21,8 +21,8 @@ from pos_bench.types import Message, Prompt
 T = TypeVar("T", bound=BaseModel)
 
 REPAIR = (
-    "That reply could not be used: {problem}. Send the same answer again as one JSON object with exactly "
-    "the requested keys (array items must not be null), and nothing outside the JSON object."
+    "That reply could not be used: {problem}. Send the same answer again with that fixed, as one JSON object "
+    "with exactly the requested keys (array items must not be null), and nothing outside the JSON object."
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator, model_validator
@@ -139,6 +140,7 @@ class World:
         if state.entity_id not in self.entities:
             raise BeliefError(
                 f"state {state.state_id} names owner {state.entity_id!r}, which is not an entity"
+                f"{self._hint(state.entity_id, self.entities)}"
             )
         self.states[state.state_id] = state
 
@@ -147,8 +149,17 @@ class World:
             if end not in self.entities and end not in self.states:
                 raise BeliefError(
                     f"relation {relation.relation_id} endpoint {end!r} is neither an entity nor a state"
+                    f"{self._hint(end, {**self.entities, **self.states})}"
                 )
         self.relations[relation.relation_id] = relation
+
+    def _hint(self, wrong: str, ids: Mapping[str, Any], shown: int = 8) -> str:
+        """What a model needs to fix a dangling reference: the ids it may use (a name is not an id)."""
+        named = [i for i, e in self.entities.items() if e.name == wrong]
+        if named:
+            return f" id: {wrong!r} is the name of entity {named[0]!r}; refer to an entity by its entity_id"
+        known = ", ".join(repr(i) for i in list(ids)[:shown]) + (", …" if len(ids) > shown else "")
+        return f" id (the ids are {known}; refer to one of them, or add the record)" if ids else " id"
 
     def remove_state(self, state_id: str) -> None:
         """Delete a state and every relation touching it (idempotent)."""

@@ -71,6 +71,15 @@ def test_missing_owner_or_endpoint_is_an_error():
         w.upsert_relation(Relation(relation_id="r", source_id="x", target_id="y", description="d"))
 
 
+def test_a_dangling_reference_error_names_the_ids_a_repair_may_use():
+    w = World()
+    w.upsert_entity(Entity(entity_id="e1", entity_type="furniture", name="desk 1"))
+    with pytest.raises(BeliefError, match="'desk 1' is the name of entity 'e1'"):
+        w.upsert_state(State(state_id="s", entity_id="desk 1", description="clear"))
+    with pytest.raises(BeliefError, match="the ids are 'e1'"):
+        w.upsert_relation(Relation(relation_id="r", source_id="e1", target_id="lamp", description="near"))
+
+
 def test_t14_remove_state_removes_its_relations():
     b = base()
     b.world.remove_state("s1")
