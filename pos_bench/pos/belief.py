@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator, model_validator
