@@ -84,7 +84,16 @@ class EpisodeServers:
     async def _close(self) -> None:
         if self._open:
             self._open = False
-            await self._upstream.client.close()  # force-disconnects, then closes every server's transport
+            try:
+                await self._upstream.client.close()  # force-disconnects, then closes every server's transport
+            except Exception:  # noqa: BLE001 (a dead server's pipe breaks the composite close)
+                # ... so each server is closed on its own: the living ones stop, the dead ones' errors are
+                # the death already reported
+                for transport in self._transports.values():
+                    try:
+                        await asyncio.wait_for(transport.close(), 30)
+                    except Exception:  # noqa: BLE001, S112
+                        continue
 
     def _run(self, coroutine: Coroutine[Any, Any, Any], *, timeout: float) -> Any:
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
