@@ -272,9 +272,9 @@ class LocaEnv:
         """The checker's reward for the workspace as it stands, once, when the episode was played but ended
         without `claim_done`; None otherwise (or with `bench.grade_unclaimed` off). A checker that fails here
         gives its error text, not an errored episode: the episode itself is already over."""
-        if self._terminated or not self._bench.grade_unclaimed or self._vault is None:
-            return None
-        if self._unclaimed is None:
+        if self._unclaimed is not None or self._terminated or not self._bench.grade_unclaimed:
+            return self._unclaimed
+        if self._vault is not None:  # None once closed: the servers and the workspace are gone
             self._vault.unlock()  # the checker reads the ground truth
             try:
                 with _quiet(self._task_dir):

@@ -253,6 +253,7 @@ def test_an_episode_ended_by_its_budget_is_graded_as_left_but_never_counted_a_su
     assert score.extras["claimed_done"] is False
     assert score.extras["unclaimed_reward"] == (0.0 if wrong else 1.0)
     env.close()
+    assert env.score().extras["unclaimed_reward"] == (0.0 if wrong else 1.0)  # graded once, kept after close
     claimed, _ = play(dirs, "ExcelMarketResearch", [ToolCall(CLAIM, {})])
     assert claimed.score().extras["unclaimed_reward"] is None  # the checker already graded a claimed episode
     claimed.close()
