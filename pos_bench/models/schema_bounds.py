@@ -3,8 +3,8 @@
 A 135M model tends to repeat itself inside a free string, a number, a list or a free-form object until the token
 budget runs out, which cuts the JSON short (measured on LOCA: an entity attribute `"AH":1111…` ran to the belief's
 1,024-token cap twice, so PoS's belief init failed). `bounded_schema` caps every free string and array, bounds
-every number's digits, gives free-form objects short identifier keys and flat values, and asks LLGuidance for
-compact whitespace, so a reply closes within a known number of tokens. The embedded model (`models/local.py`) applies it to every schema it decodes.
+every number's digits, gives free-form objects short identifier keys and flat values, keeps JSON punctuation out
+of identifier fields, and asks LLGuidance for compact whitespace, so a reply closes within a known number of tokens. The embedded model (`models/local.py`) applies it to every schema it decodes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-SCHEMA_BOUNDS = 3
+SCHEMA_BOUNDS = 4
 """Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
 KEY_PATTERN = "^[A-Za-z0-9_]{1,32}$"
 """Keys of free-form objects (LLGuidance honours `patternProperties`, not `propertyNames`)."""
@@ -21,6 +21,10 @@ NUMBER_LIMIT = 999_999_999
 """Largest magnitude of a number (LLGuidance turns `minimum`/`maximum` into a bounded count of digits)."""
 NUMBER_STEP = 0.001
 """`multipleOf` given to non-integer numbers: LLGuidance then allows at most three decimals."""
+ID_PATTERN = r'^[^"\\{}\[\],]{1,24}$'
+"""Identifier fields (a property named `*_id`, or the items of one named `*_ids`): 1–24 characters and no JSON
+punctuation. Without it SmolLM2 wrote `"entity_id":"1234567890},{"` (closing an object inside a string) in ALFWorld
+game 0's initial belief, a dangling reference that cost a repair turn (8–10 s of a 52–57 s first PoS step)."""
 
 
 def _bound_number(node: dict[str, Any], types: set[Any]) -> None:
@@ -30,12 +34,31 @@ def _bound_number(node: dict[str, Any], types: set[Any]) -> None:
         node["multipleOf"] = NUMBER_STEP
 
 
+def _free_string(node: Any) -> bool:
+    return isinstance(node, dict) and node.get("type") == "string" and not {"enum", "const", "pattern"} & set(node)
+
+
+def _identifier(node: dict[str, Any]) -> None:
+    node.pop("maxLength", None)  # the pattern bounds the length (LLGuidance takes one or the other)
+    node["pattern"] = ID_PATTERN
+
+
+def _bound_identifiers(properties: dict[str, Any]) -> None:
+    for name, prop in properties.items():
+        if name.endswith("_id") and _free_string(prop):
+            _identifier(prop)
+        elif name.endswith("_ids") and isinstance(prop, dict) and _free_string(prop.get("items")):
+            _identifier(prop["items"])
+
+
 def _bound(node: Any, max_chars: int, max_items: int) -> Any:
     if isinstance(node, list):
         return [_bound(item, max_chars, max_items) for item in node]
     if not isinstance(node, dict):
         return node
     out = {key: _bound(value, max_chars, max_items) for key, value in node.items()}
+    if isinstance(out.get("properties"), dict):
+        _bound_identifiers(out["properties"])
     types = out.get("type")
     types = set(types) if isinstance(types, list) else {types}
     if "string" in types and "enum" not in out and "const" not in out:
@@ -58,8 +81,8 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
 
 
 def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
-    """`schema` with every free string capped at `max_chars`, every array at `max_items`, every number at
-    `NUMBER_LIMIT` in magnitude (three decimals at most), and compact JSON.
+    """`schema` with every free string capped at `max_chars` (identifiers: `ID_PATTERN`), every array at
+    `max_items`, every number at `NUMBER_LIMIT` in magnitude (three decimals at most), and compact JSON.
 
     `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
     schema converter in xllamacpp) resolves them itself.

@@ -1,5 +1,6 @@
 """Schema bounds: free strings, arrays and free-form objects get a size cap; everything else passes through."""
 
+import re
 from typing import Literal
 
 import pytest
@@ -85,3 +86,24 @@ def test_numbers_get_a_bounded_count_of_digits():
     assert (
         value["maximum"] == NUMBER_LIMIT and value["multipleOf"] == NUMBER_STEP and value["maxLength"] == 50
     )
+
+
+def test_identifier_fields_are_short_and_hold_no_json_punctuation():
+    schema = {
+        "type": "object",
+        "properties": {
+            "entity_id": {"type": "string"},
+            "remove_state_ids": {"type": "array", "items": {"type": "string"}},
+            "gap_type": {"type": "string", "enum": ["epistemic", "achievement"]},
+            "name": {"type": "string"},
+        },
+    }
+    bounded = bounded_schema(schema, max_chars=50, max_items=3)["properties"]
+    for node in (bounded["entity_id"], bounded["remove_state_ids"]["items"]):
+        pattern = re.compile(node["pattern"])
+        assert "maxLength" not in node
+        assert pattern.match("e1") and pattern.match("desk 1") and pattern.match("x" * 24)
+        for bad in ("1234567890},{", 'a"b', "a,b", "[e1]", "", "x" * 25):
+            assert not pattern.match(bad), bad
+    assert bounded["gap_type"] == {"type": "string", "enum": ["epistemic", "achievement"]}
+    assert bounded["name"] == {"type": "string", "maxLength": 50}
