@@ -14,7 +14,7 @@ import json
 import os
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,9 +76,13 @@ class ReplyLimits:
     """Entries per list and keys per free-form object."""
     chars: int
     """Characters per free string."""
+    lists: Mapping[str, int] = field(default_factory=dict)
+    """Entries allowed in a list property, by its name, instead of `items` (e.g. complete gap lists kept at 2
+    while a belief update upserts one record of each kind)."""
 
     def __post_init__(self) -> None:
-        if min(self.max_tokens, self.items, self.chars) < 1:
+        object.__setattr__(self, "lists", dict(self.lists))
+        if min(self.max_tokens, self.items, self.chars, *self.lists.values()) < 1:
             raise ValueError(f"reply limits must all be ≥ 1, got {self}")
 
 
@@ -301,15 +305,15 @@ class LocalModel:
         }
         if prompt.schema is not None:
             chars, items = (limits.chars, limits.items) if limits else (self.max_string_chars, self.max_items)
-            request["grammar"] = self._grammar(prompt.schema, chars, items)
+            request["grammar"] = self._grammar(prompt.schema, chars, items, limits.lists if limits else {})
         return request
 
-    def _grammar(self, schema: Mapping[str, Any], chars: int, items: int) -> str:
+    def _grammar(self, schema: Mapping[str, Any], chars: int, items: int, lists: Mapping[str, int]) -> str:
         # Converted here rather than sent as `json_schema`: the chat endpoint builds its own grammar from
         # `json_schema`, which ignores `maxProperties` and LLGuidance's compact-whitespace option.
         import xllamacpp
 
-        bounded = bounded_schema(schema, max_chars=chars, max_items=items)
+        bounded = bounded_schema(schema, max_chars=chars, max_items=items, lists=lists)
         try:
             return xllamacpp.json_schema_to_grammar(bounded)
         except ValueError as error:

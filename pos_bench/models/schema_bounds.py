@@ -21,10 +21,11 @@ NUMBER_LIMIT = 999_999_999
 """Largest magnitude of a number (LLGuidance turns `minimum`/`maximum` into a bounded count of digits)."""
 NUMBER_STEP = 0.001
 """`multipleOf` given to non-integer numbers: LLGuidance then allows at most three decimals."""
-ID_PATTERN = r'^[^"\\{}\[\],]{1,24}$'
-"""Identifier fields (a property named `*_id`, or the items of one named `*_ids`): 1–24 characters and no JSON
-punctuation. Without it SmolLM2 wrote `"entity_id":"1234567890},{"` (closing an object inside a string) in ALFWorld
-game 0's initial belief, a dangling reference that cost a repair turn (8–10 s of a 52–57 s first PoS step)."""
+ID_CHARACTERS = r'[^"\\{}\[\],]'
+"""What an identifier field (a property named `*_id`, or the items of one named `*_ids`) may hold: no JSON
+punctuation, 1 to the reply's `max_chars` characters (`identifier_pattern`). Without it SmolLM2 wrote
+`"entity_id":"1234567890},{"` (closing an object inside a string) in ALFWorld game 0's initial belief, a dangling
+reference that cost a repair turn (8–10 s of a 52–57 s first PoS step)."""
 
 
 def _bound_number(node: dict[str, Any], types: set[Any]) -> None:
@@ -38,9 +39,13 @@ def _free_string(node: Any) -> bool:
     return isinstance(node, dict) and node.get("type") == "string" and not {"enum", "const", "pattern"} & set(node)
 
 
+def identifier_pattern(max_chars: int) -> str:
+    return f"^{ID_CHARACTERS}{{1,{max_chars}}}$"
+
+
 def _identifier(node: dict[str, Any]) -> None:
-    node.pop("maxLength", None)  # the pattern bounds the length (LLGuidance takes one or the other)
-    node["pattern"] = ID_PATTERN
+    # one constraint for LLGuidance to decode: the pattern carries the length cap
+    node["pattern"] = identifier_pattern(node.pop("maxLength"))
 
 
 def _bound_identifiers(properties: dict[str, Any]) -> None:
@@ -51,14 +56,17 @@ def _bound_identifiers(properties: dict[str, Any]) -> None:
             _identifier(prop["items"])
 
 
-def _bound(node: Any, max_chars: int, max_items: int) -> Any:
+def _bound(node: Any, max_chars: int, max_items: int, lists: Mapping[str, int]) -> Any:
     if isinstance(node, list):
-        return [_bound(item, max_chars, max_items) for item in node]
+        return [_bound(item, max_chars, max_items, lists) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: _bound(value, max_chars, max_items) for key, value in node.items()}
+    out = {key: _bound(value, max_chars, max_items, lists) for key, value in node.items()}
     if isinstance(out.get("properties"), dict):
         _bound_identifiers(out["properties"])
+        for name, prop in out["properties"].items():
+            if name in lists and isinstance(prop, dict) and "maxItems" in prop:
+                prop["maxItems"] = lists[name]
     types = out.get("type")
     types = set(types) if isinstance(types, list) else {types}
     if "string" in types and "enum" not in out and "const" not in out:
@@ -80,15 +88,19 @@ def _bound(node: Any, max_chars: int, max_items: int) -> Any:
     return out
 
 
-def bounded_schema(schema: Mapping[str, Any], *, max_chars: int, max_items: int) -> dict[str, Any]:
-    """`schema` with every free string capped at `max_chars` (identifiers: `ID_PATTERN`), every array at
-    `max_items`, every number at `NUMBER_LIMIT` in magnitude (three decimals at most), and compact JSON.
+def bounded_schema(
+    schema: Mapping[str, Any], *, max_chars: int, max_items: int, lists: Mapping[str, int] | None = None
+) -> dict[str, Any]:
+    """`schema` with every free string capped at `max_chars` (identifiers: `identifier_pattern`), every array at
+    `max_items` (an array property named in `lists`: its own cap instead), every number at `NUMBER_LIMIT` in
+    magnitude (three decimals at most), and compact JSON.
 
     `$defs`/`$ref`, `enum`, `anyOf` and `additionalProperties: false` are passed through: LLGuidance (llama.cpp's
     schema converter in xllamacpp) resolves them itself.
     """
-    if max_chars < 1 or max_items < 1:
-        raise ValueError(f"max_chars and max_items must be ≥ 1, got {max_chars} and {max_items}")
-    out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items)
+    lists = dict(lists or {})
+    if max_chars < 1 or max_items < 1 or any(cap < 1 for cap in lists.values()):
+        raise ValueError(f"max_chars, max_items and list caps must be ≥ 1, got {max_chars}, {max_items}, {lists}")
+    out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items, lists)
     out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
     return out

@@ -119,7 +119,7 @@ def test_prefix_reuse_and_reply_limits_are_part_of_the_model_identity():
     plain, reusing = LocalModel().describe(), LocalModel(cache_prompt=True).describe()
     assert reusing["cache_prompt"] is True and model_identity(plain) != model_identity(reusing)
     capped = LocalModel(reply_limits={"belief": {"max_tokens": 64, "items": 2, "chars": 20}}).describe()
-    assert capped["reply_limits"] == {"belief": {"max_tokens": 64, "items": 2, "chars": 20}}
+    assert capped["reply_limits"] == {"belief": {"max_tokens": 64, "items": 2, "chars": 20, "lists": {}}}
     assert plain["reply_limits"] is None and model_identity(capped) != model_identity(plain)
     with pytest.raises(ValueError, match="≥ 1"):
         LocalModel(reply_limits={"belief": {"max_tokens": 0, "items": 2, "chars": 20}})
@@ -132,7 +132,7 @@ def test_a_reply_types_limits_win_over_its_roles():
     capped = LocalModel(
         reply_limits={
             "belief": {"max_tokens": 64, "items": 2, "chars": 20},
-            "BeliefDelta": {"max_tokens": 32, "items": 1, "chars": 20},
+            "BeliefDelta": {"max_tokens": 32, "items": 1, "chars": 20, "lists": {"epistemic_gaps": 2}},
         }
     )
     ask = {
@@ -143,7 +143,9 @@ def test_a_reply_types_limits_win_over_its_roles():
     assert capped.limits_for(ask[BeliefInit], "belief").items == 2
     assert capped.limits_for(Prompt(messages=(Message("user", "x"),)), "belief").items == 2
     assert capped.limits_for(ask[BeliefInit], "agent") is None
+    assert capped.limits_for(ask[BeliefDelta], "belief").lists == {"epistemic_gaps": 2}
     assert capped.describe()["reply_limits"]["BeliefDelta"]["items"] == 1  # in the identity
+    assert capped.describe()["reply_limits"]["BeliefDelta"]["lists"] == {"epistemic_gaps": 2}
 
 
 @embedded

@@ -102,8 +102,22 @@ def test_identifier_fields_are_short_and_hold_no_json_punctuation():
     for node in (bounded["entity_id"], bounded["remove_state_ids"]["items"]):
         pattern = re.compile(node["pattern"])
         assert "maxLength" not in node
-        assert pattern.match("e1") and pattern.match("desk 1") and pattern.match("x" * 24)
-        for bad in ("1234567890},{", 'a"b', "a,b", "[e1]", "", "x" * 25):
+        assert pattern.match("e1") and pattern.match("desk 1") and pattern.match("x" * 50)
+        for bad in ("1234567890},{", 'a"b', "a,b", "[e1]", "", "x" * 51):
             assert not pattern.match(bad), bad
     assert bounded["gap_type"] == {"type": "string", "enum": ["epistemic", "achievement"]}
     assert bounded["name"] == {"type": "string", "maxLength": 50}
+
+
+def test_a_named_list_gets_its_own_cap():
+    schema = {
+        "type": "object",
+        "properties": {
+            "entities": {"type": "array", "items": {"type": "string"}},
+            "epistemic_gaps": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    bounded = bounded_schema(schema, max_chars=20, max_items=1, lists={"epistemic_gaps": 2})["properties"]
+    assert bounded["entities"]["maxItems"] == 1 and bounded["epistemic_gaps"]["maxItems"] == 2
+    with pytest.raises(ValueError, match="≥ 1"):
+        bounded_schema(schema, max_chars=20, max_items=1, lists={"epistemic_gaps": 0})
