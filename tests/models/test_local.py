@@ -115,6 +115,16 @@ def test_the_preset_gives_each_worker_its_share_of_the_cores():
     assert build(cfg["model"]).describe()["n_threads"] == 5
 
 
+def test_the_presets_named_lists_are_lists_of_their_reply_type():
+    from pos_bench.pos import belief
+
+    cfg = compose_config(["bench=toy", "method=raw", "model=smollm2"])
+    for key, limits in build(cfg["model"]).reply_limits.items():
+        if limits.lists:
+            properties = getattr(belief, key).model_json_schema()["properties"]
+            assert all(properties[name]["type"] == "array" for name in limits.lists), key
+
+
 def test_prefix_reuse_and_reply_limits_are_part_of_the_model_identity():
     plain, reusing = LocalModel().describe(), LocalModel(cache_prompt=True).describe()
     assert reusing["cache_prompt"] is True and model_identity(plain) != model_identity(reusing)
