@@ -64,9 +64,10 @@ def _bound(node: Any, max_chars: int, max_items: int, lists: Mapping[str, int]) 
     out = {key: _bound(value, max_chars, max_items, lists) for key, value in node.items()}
     if isinstance(out.get("properties"), dict):
         _bound_identifiers(out["properties"])
-        for name, prop in out["properties"].items():
-            if name in lists and isinstance(prop, dict) and "maxItems" in prop:
-                prop["maxItems"] = lists[name]
+        for name, cap in lists.items():
+            prop, own = out["properties"].get(name), node["properties"].get(name)
+            if isinstance(prop, dict) and "maxItems" in prop:  # a named cap never loosens the schema's own
+                prop["maxItems"] = min(cap, own.get("maxItems", cap))
     types = out.get("type")
     types = set(types) if isinstance(types, list) else {types}
     if "string" in types and "enum" not in out and "const" not in out:

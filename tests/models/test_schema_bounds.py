@@ -115,9 +115,12 @@ def test_a_named_list_gets_its_own_cap():
         "properties": {
             "entities": {"type": "array", "items": {"type": "string"}},
             "epistemic_gaps": {"type": "array", "items": {"type": "string"}},
+            "pair": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
         },
     }
-    bounded = bounded_schema(schema, max_chars=20, max_items=1, lists={"epistemic_gaps": 2})["properties"]
+    lists = {"epistemic_gaps": 2, "pair": 5}
+    bounded = bounded_schema(schema, max_chars=20, max_items=1, lists=lists)["properties"]
     assert bounded["entities"]["maxItems"] == 1 and bounded["epistemic_gaps"]["maxItems"] == 2
+    assert bounded["pair"]["maxItems"] == 2  # a named cap never loosens the schema's own
     with pytest.raises(ValueError, match="≥ 1"):
         bounded_schema(schema, max_chars=20, max_items=1, lists={"epistemic_gaps": 0})
