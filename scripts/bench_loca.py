@@ -13,7 +13,9 @@ is printed for both modes side by side. Times are wall seconds of `env.step`, pl
 With `--reuse DIR …` it measures nothing itself: it reads the transcripts of finished runs under each folder
 (for instance the embedded long-context mode, `model=smollm2_32k`, whose llama.cpp reports the prompt tokens it
 reused) and prints, per episode and turn, the prompt tokens sent, reused and evaluated again, with the turn's
-wall and CPU seconds (`pos_bench.analysis.reuse`; CPU is the run process's, so on a shared host the fairer one):
+wall and CPU seconds (`pos_bench.analysis.reuse`; CPU is the run process's, so on a shared host the fairer one).
+Calls answered by the run's response cache reached no server and are counted apart; to have the server count
+every call, run with `cache.mode=off`:
 
     .venv/bin/python scripts/bench_loca.py --reuse results/loca/raw/smollm2_32k results/loca/pos/smollm2_32k
 """
@@ -106,6 +108,8 @@ def reuse_lines(label: str, turns: list[TurnReuse]) -> list[str]:
     for turn in turns:
         total = turn.total
         roles = ", ".join(f"{r} {t.evaluated}/{t.prompt}" for r, t in turn.roles.items())
+        if turn.from_response_cache:
+            roles += f"; {turn.from_response_cache} from the response cache"
         lines.append(
             f"{turn.turn} | {total.calls} | {total.prompt} | {total.reused} | {total.evaluated} | "
             f"{_share(total)} | {total.wall_seconds:.1f} | {_cpu(total)} | {roles}"
@@ -121,6 +125,12 @@ def reuse_lines(label: str, turns: list[TurnReuse]) -> list[str]:
             f"{statistics.median(t.total.wall_seconds for t in later):.1f} s wall, "
             + (f"{statistics.median(cpu):.1f} CPU-s" if cpu else "CPU not recorded")
         )
+        hits = sum(t.from_response_cache for t in later)
+        if hits:
+            lines.append(
+                f"{hits} calls of those turns were answered by the run's response cache and reached no server: left "
+                "out of these counts (a run with cache.mode=off sends every call to the server)"
+            )
     return lines
 
 

@@ -6,6 +6,10 @@ A `call` event's usage holds the prompt's tokens (`input_tokens`) and the part t
 grouped by the turn they serve: a policy call opens turn t (1-based), and the method's own calls after turn t's
 environment step (belief update, Sentinel, summaries) belong to turn t too; calls before the first policy call
 (a belief's initialisation) form turn 0.
+
+A reply served by the run's response cache (`cache.mode`) reached no server, so it has no reuse to report: it is
+counted apart (`TurnReuse.from_response_cache`) and left out of the tokens. To measure a server's prefix reuse on
+every call, run with `cache.mode=off`.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class TurnReuse:
     turn: int
     """0: the method's calls before the first policy call; t ≥ 1: policy turn t and the updates after it."""
     roles: Mapping[str, Tokens] = field(default_factory=dict)
+    from_response_cache: int = 0
+    """Calls of this turn answered by the run's response cache (not in `roles`)."""
 
     @property
     def total(self) -> Tokens:
@@ -72,17 +78,21 @@ def _of_call(call: events.Call) -> Tokens:
 
 def turn_reuse(log: Iterable[events.Event]) -> list[TurnReuse]:
     """The turns of one episode's events in order, each with its calls' tokens per role. A reply served by
-    the response cache (no server saw the prompt) is left out."""
+    the response cache (no server saw the prompt) is only counted, in `from_response_cache`."""
     ended = 0  # turns whose environment step has been taken
     turns: dict[int, dict[str, Tokens]] = {}
+    hits: dict[int, int] = {}
     for event in log:
         if isinstance(event, events.TURN_KINDS):
             ended = max(ended, event.turn + 1)
-        elif isinstance(event, events.Call) and not event.cached:
+        elif isinstance(event, events.Call):
             turn = ended + 1 if event.role == POLICY_ROLE else ended
             roles = turns.setdefault(turn, {})
-            roles[event.role] = roles.get(event.role, Tokens()) + _of_call(event)
-    return [TurnReuse(turn, roles) for turn, roles in sorted(turns.items())]
+            if event.cached:
+                hits[turn] = hits.get(turn, 0) + 1
+            else:
+                roles[event.role] = roles.get(event.role, Tokens()) + _of_call(event)
+    return [TurnReuse(turn, roles, hits.get(turn, 0)) for turn, roles in sorted(turns.items())]
 
 
 def episode_reuse(episode: Path) -> list[TurnReuse]:

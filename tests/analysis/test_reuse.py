@@ -32,14 +32,17 @@ def pos_episode() -> list[events.Event]:
 
 def test_calls_are_grouped_by_the_turn_they_serve():
     turns = turn_reuse(pos_episode())
-    assert [t.turn for t in turns] == [0, 1, 2]
-    start, first, second = turns
+    assert [t.turn for t in turns] == [0, 1, 2, 3]
+    start, first, second, third = turns
     assert set(start.roles) == {"belief", "sentinel_consistency"} and start.total.prompt == 1800
     assert first.roles["agent"] == Tokens(1, 9000, 4, 2.0, 1.0)
     assert first.roles["belief"].prompt == 1200 and first.roles["sentinel_consistency"].reused == 4
     assert second.roles["agent"] == Tokens(2, 19200, 18100, 4.0, 2.0)
     assert second.roles["belief"].cpu_seconds is None  # not recorded by that call
-    assert second.total.calls == 3 and second.total.cpu_seconds == 2.0  # the cached reply is left out
+    assert second.total.calls == 3 and second.total.cpu_seconds == 2.0
+    # the reply from the response cache reached no server: counted, not in the tokens
+    assert third.roles == {} and third.from_response_cache == 1 and third.total == Tokens()
+    assert [t.from_response_cache for t in turns[:3]] == [0, 0, 0]
 
 
 def test_after_first_sums_the_later_turns_and_gives_the_evaluated_share():
