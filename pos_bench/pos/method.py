@@ -222,7 +222,7 @@ class Pos(MethodBase):
 
     def _audit(self, mode: str, evidence: list[dict], before: Belief, candidate: Belief):
         b, c = before.world.to_dict(), candidate.world.to_dict()
-        # SPEC-POS §6.5's keys; the belief before comes first, as in the update's and the judge's (pos.desk)
+        # SPEC-POS §6.5's keys; the belief before comes first, as in the progress lane's payload (prefix reuse)
         payload = {
             "belief_before": self._context(before),
             "candidate_belief": self._context(candidate),
@@ -231,7 +231,7 @@ class Pos(MethodBase):
             "raw_trajectory": evidence,
         }
         known = {i for w in (b, c) for kind in w.values() for i in kind} | gap_targets(before, candidate)
-        verdict = audit(self.model, self.sentinel, payload, known, mode=self.mode)
+        verdict = audit(self.model, self.sentinel, payload, known)
         self.records.audits.append(
             {
                 "step": self.step - 1,
@@ -294,7 +294,7 @@ class Pos(MethodBase):
             "observation": record.observation,
         }
         changed = {i for ids in changed_ids(b, a).values() for i in ids}
-        return judge_progress(self.model, self.sentinel, payload, changed, mode=self.mode)
+        return judge_progress(self.model, self.sentinel, payload, changed)
 
     # --- health, diagnosis, recovery (§10–12) ----------------------------------------------------------
     def _health_and_recovery(self, index: int) -> BeliefHealth:

@@ -2,8 +2,7 @@
 the raw evidence, and a progress lane that labels each transition.
 
 The audit reply is filtered mechanically (grounding): an issue counts only if it names records or gaps that
-exist and quotes its cited step verbatim. Diagnostic progress is a pure distance, no LLM call. Both lanes send
-the system prompt they share with the belief update (`pos_bench.pos.desk`).
+exist and quotes its cited step verbatim. Diagnostic progress is a pure distance, no LLM call.
 """
 
 from __future__ import annotations
@@ -16,11 +15,46 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pos_bench.pos.desk import AUDIT_JOB, PROGRESS_JOB, Mode, desk_prompt
 from pos_bench.protocols import Model
 from pos_bench.structured import StructuredFailure, ask
+from pos_bench.types import Message, Prompt
 
 TRUNCATION = "\n[... observation truncated ...]\n"
+
+SENTINEL_SYSTEM = """You are the Belief Sentinel: you check an agent's belief about its task world, one step at a time,
+in one of two jobs. Each message is a JSON object that opens with the belief before the step (`belief_before`) and
+then the belief after it, followed by the evidence; its last line names the job.
+
+Job "audit": the message holds a proposed change: the candidate belief after it (`candidate_belief`), the ids of the
+records the change touched (`changed_ids`) and the raw evidence (`raw_trajectory`: steps with the action taken and
+the observation returned). Flag a problem only in a record or gap this change touched, and only when it contradicts
+the rest of the belief (internal: for example one object held to be both open and closed) or contradicts the raw
+evidence (external). Something not being visible in a partial observation is not a contradiction. Report at most one
+issue and back it with a quote copied word for word from the observation or action of the step you cite. Never
+advise what the agent should do in the environment. Reply with one JSON object {"issues": [...]}; an empty list means
+the candidate is consistent. Each issue has the keys targets (record ids or gap targets), issue_type ("internal" or
+"external"), problem, evidence_step, evidence_quote, evidence, suggestion (how to correct the belief).
+
+Job "progress": the message holds the committed belief after the step (`belief_after`), the Active Gap the agent
+was working on (`frontier`), the action and the observation. Judge whether the step moved the agent forward on that
+gap. Label progress 1 in three cases only: the gap became smaller; the step produced evidence the gap needs; or the
+step established a fact (a state or relation) on a believable route to the goal. Repeating a failure, getting the
+same unchanged result again, or changing something unrelated is 0. For example, opening a drawer and finding it
+empty narrows where the mug can be (1); opening the same empty drawer a second time teaches nothing (0). Reply with
+one JSON object {"progress": 0 or 1, "score": a number >= 0, "affected_record_ids": [ids of records the step changed
+that support your label], "reason": one sentence}."""
+"""Both lanes share this system prompt and their payloads open with the same belief, so the progress call reuses
+the audit's prompt prefix in a server's prefix cache (llama.cpp, vLLM, providers' prompt caching)."""
+
+AUDIT_JOB = 'Job: "audit". Reply with the audit\'s JSON object only.'
+JUDGE_JOB = 'Job: "progress". Reply with the progress JSON object only.'
+
+
+def sentinel_prompt(payload: Mapping[str, Any], job: str, **options: Any) -> Prompt:
+    """A Sentinel lane's prompt: the shared system prompt, then the payload as compact JSON (no optional spaces:
+    about 8% fewer tokens with SmolLM2's tokenizer) and the job line."""
+    content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n\n" + job
+    return Prompt(messages=(Message("system", SENTINEL_SYSTEM), Message("user", content)), **options)
 
 
 @dataclass(frozen=True)
@@ -149,16 +183,10 @@ class AuditVerdict:
     """Why the first issue was discarded as ungrounded."""
 
 
-def audit(
-    model: Model, config: SentinelConfig, payload: Mapping[str, Any], known: set[str], *, mode: Mode
-) -> AuditVerdict:
-    """One audit call (role `sentinel_consistency`, the desk's shared prompt) and the grounding filter."""
-    prompt = desk_prompt(
-        payload,
-        AUDIT_JOB,
-        mode=mode,
-        schema=AuditReply.model_json_schema(),
-        max_tokens=config.consistency_max_tokens,
+def audit(model: Model, config: SentinelConfig, payload: Mapping[str, Any], known: set[str]) -> AuditVerdict:
+    """One audit call (role `sentinel_consistency`) and the grounding filter."""
+    prompt = sentinel_prompt(
+        payload, AUDIT_JOB, schema=AuditReply.model_json_schema(), max_tokens=config.consistency_max_tokens
     )
     reply = ask(
         model, prompt, _AuditPayload, role="sentinel_consistency", max_repairs=1, check=_first_issue_problem
@@ -198,16 +226,15 @@ class ProgressLabel:
 
 
 def judge_progress(
-    model: Model, config: SentinelConfig, payload: Mapping[str, Any], changed: set[str], *, mode: Mode
+    model: Model, config: SentinelConfig, payload: Mapping[str, Any], changed: set[str]
 ) -> ProgressLabel:
-    """Execution-mode label from one judge call (role `sentinel_progress`, the desk's shared prompt); invalid
-    twice → unverified."""
+    """Execution-mode label from one judge call (role `sentinel_progress`); invalid twice → unverified."""
 
     def check(reply: ProgressReply) -> str | None:
         unknown = [i for i in reply.affected_record_ids if i not in changed]
         return f"affected_record_ids {unknown} were not changed by this step" if unknown else None
 
-    prompt = desk_prompt(payload, PROGRESS_JOB, mode=mode, max_tokens=config.progress_max_tokens)
+    prompt = sentinel_prompt(payload, JUDGE_JOB, max_tokens=config.progress_max_tokens)
     reply = ask(model, prompt, ProgressReply, role="sentinel_progress", max_repairs=1, check=check)
     if isinstance(reply, StructuredFailure):
         return ProgressLabel(None, "llm_judge", reason=f"unverified: {reply.problem}"[:500])

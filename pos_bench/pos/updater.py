@@ -2,33 +2,62 @@
 action, repair a delta the Sentinel flagged, and write the belief text (SPEC-POS §6.2–6.4, §6.8–6.9).
 
 A candidate that cannot be built (a missing owner or endpoint) gets the same one repair turn as bad JSON; a
-second failure raises `BeliefFailure`, which the method turns into a context error (§5.5). The update sends the
-system prompt it shares with the Sentinel (`pos_bench.pos.desk`).
+second failure raises `BeliefFailure`, which the method turns into a context error (§5.5).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from pos_bench.pos.belief import Belief, BeliefDelta, BeliefError, BeliefInit, apply_delta
-from pos_bench.pos.desk import UPDATE_JOB, Mode, desk_prompt, rules
 from pos_bench.protocols import Model
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Message, Prompt
+
+RECORDS = """The belief is a small graph. Entities are concrete things or actors (entity_id, entity_type, name,
+attributes); attributes hold only stable, task-relevant scalar values used to look something up, such as an id or a
+path. A state is one condition of one entity (state_id, entity_id of its owner, description). A relation is a directed
+fact linking two nodes, each an entity id or a state id (relation_id, source_id, target_id, description).
+Every state and relation has source_type: "observed" when the observation shows it (probability 1, reason null), or
+"inferred" when you conclude it without seeing it (probability below 1 and a short reason). Confidences are per record;
+they need not sum to 1 across rival guesses.
+Keep only what matters for the goal and never invent evidence. Add the agent itself as an entity only if it is
+something that can act on the environment.
+Gaps: epistemic gaps are what must still be learned or checked; achievement gaps are what must still change in the
+world. Each gap is {"target": ..., "reason": ...}. The Active Gap ("frontier") is the one gap most worth working on
+now, given as {"gap_type": "epistemic" or "achievement", "target": copied exactly from a gap}; null only if there are
+no gaps."""
+
+MODE_GUIDANCE = {
+    "execution": (
+        "When an observation proves that something relevant in the world changed, overwrite the facts it "
+        "contradicts, close exactly the gaps it settles, and leave every other open gap in place."
+    ),
+    "diagnostic": (
+        "A test that comes back negative may lower the confidence of an inferred hypothesis while the test result "
+        "itself is stored as an observed state; that is an acceptable revision, and rival hypotheses the test did "
+        "not address stay as they are."
+    ),
+}
 
 INIT_TASK = """Build the agent's initial belief from the task and the first observation.
 Write goal_specification as a concrete success condition that can be checked. Reply with one JSON object with exactly
 the keys goal_specification, entities, states, relations, epistemic_gaps, achievement_gaps, frontier."""
 
-INIT_REPAIR = """Your earlier belief was rejected by the consistency check for the issues in the message
-(`consistency_issues`). Fix exactly these issues, using the observation given, and change nothing else."""
+UPDATE_TASK = """Update the belief after the step below by sending a single incremental change: whatever you do not
+mention stays as it is. Remove a state or relation (remove_state_ids, remove_relation_ids) only when the new
+observation contradicts it; add or overwrite records with upsert_entities, upsert_states, upsert_relations (full
+records). Send both gap lists complete: leave out the gaps this step closed and carry over the ones still open. Keep
+the current frontier while its gap is open; otherwise name a target copied exactly from your new lists.
+Reply with one JSON object with exactly the keys remove_state_ids, remove_relation_ids, upsert_entities,
+upsert_states, upsert_relations, epistemic_gaps, achievement_gaps, frontier."""
 
-UPDATE_REPAIR = """Your earlier change for this same step was rejected by the consistency check for the issues in
-`consistency_issues` above. Fix exactly these issues, using the observation given, and change nothing else."""
+REPAIR_SECTION = """Your earlier change for this same step was rejected by the consistency check for the issues
+below. Fix exactly these issues, using the observation given, and change nothing else."""
 
 TEXTUALIZE_TASK = """Write a short, readable account of the agent's present world, using only the structure given.
 Mention the goal and every open gap, state the observed facts, mark the inferred facts as uncertain, and connect facts
@@ -89,13 +118,13 @@ def semantic_view(belief: Belief) -> dict[str, Any]:
 class Updater:
     """Belief-model calls for one episode."""
 
-    def __init__(self, model: Model, *, mode: Mode, max_tokens: int = 4096):
+    def __init__(self, model: Model, *, mode: Literal["execution", "diagnostic"], max_tokens: int = 4096):
         self.model = model
         self.mode = mode
         self.max_tokens = max_tokens
 
     def _system(self, task: str) -> str:
-        return f"{rules(self.mode)}\n\n{task}"
+        return f"{RECORDS}\n\n{MODE_GUIDANCE[self.mode]}\n\n{task}"
 
     def _candidate(
         self, prompt: Prompt, output: type[BeliefInit | BeliefDelta], base: Belief, what: str
@@ -118,7 +147,7 @@ class Updater:
         payload: dict[str, Any] = {"task": base.goal.user_input, "observation": first_observation}
         task = INIT_TASK
         if issues:
-            task = f"{INIT_TASK}\n\n{INIT_REPAIR}"
+            task = f"{INIT_TASK}\n\n{REPAIR_SECTION}"
             payload["consistency_issues"] = list(issues)
         prompt = self._prompt(self._system(task), json.dumps(payload, ensure_ascii=False), BeliefInit)
         return self._candidate(prompt, BeliefInit, base, "init repair" if issues else "init")
@@ -130,18 +159,12 @@ class Updater:
         transition: Mapping[str, Any],
         issues: Sequence[Mapping[str, Any]] = (),
     ) -> Belief:
-        # the desk's shared system prompt and opening (pos_bench.pos.desk), so the audit reuses this prompt's prefix
-        payload: dict[str, Any] = {"belief_before": context, "transition": transition}
+        payload: dict[str, Any] = {"belief": context, "transition": transition}
+        task = UPDATE_TASK
         if issues:
+            task = f"{UPDATE_TASK}\n\n{REPAIR_SECTION}"
             payload["consistency_issues"] = list(issues)
-        prompt = desk_prompt(
-            payload,
-            UPDATE_JOB,
-            mode=self.mode,
-            note=UPDATE_REPAIR if issues else "",
-            schema=BeliefDelta.model_json_schema(),
-            max_tokens=self.max_tokens,
-        )
+        prompt = self._prompt(self._system(task), json.dumps(payload, ensure_ascii=False), BeliefDelta)
         return self._candidate(prompt, BeliefDelta, committed, "repair" if issues else "update")
 
     def textualize(self, belief: Belief) -> str:
