@@ -1,0 +1,124 @@
+"""Overrides read back from a run folder are data, never code.
+
+A run folder may come from anyone (a colleague, a paper's attachment, a download). Its `run.json` and
+`index.json` record the command-line overrides it was made with, and re-scoring, replay and resume compose a
+config from them again. Composed unchecked, an override such as `++bench._target_=pathlib.Path.write_text` or
+`model.base_url=${oc.env:OPENAI_API_KEY}` would run code or read secrets on the reader's machine. So a stored
+override may only:
+- choose a member of one of the project's own config groups (`bench=toy`, `+model@roles.belief=qwen`), or
+- set, add or delete a plain value (string, number, boolean, null, or lists and mappings of them) under one of
+  `conf/config.yaml`'s own top-level keys,
+and nothing else: no `_target_`-like key (`_name_` form) at any depth, no `hydra.*`, no interpolation or
+resolver (`${...}`), no sweep, no non-finite number. The first one that breaks the rule is refused with one line
+naming the file and the override.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+
+from pos_bench.runner.preflight import ConfigError
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@cache
+def _groups() -> dict[str, frozenset[str]]:
+    """Config group -> its members (`conf/<group>/<member>.yaml`, nested members as `a/b`)."""
+    return {
+        group.name: frozenset(str(p.relative_to(group).with_suffix("")) for p in group.rglob("*.yaml"))
+        for group in CONF.iterdir()
+        if group.is_dir() and group.name != "hydra"
+    }
+
+
+@cache
+def _top_keys() -> frozenset[str]:
+    """The top-level keys of the project's config (`conf/config.yaml` without `defaults`), and its groups."""
+    own = OmegaConf.load(CONF / "config.yaml")
+    return frozenset(k for k in own if k not in ("defaults", "hydra")) | frozenset(_groups())
+
+
+def _special(key: str) -> bool:
+    return len(key) > 2 and key.startswith("_") and key.endswith("_")
+
+
+def _plain_problem(value: Any) -> str | None:
+    """Why `value` is not plain data, or None when it is."""
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"a non-finite number ({value})"
+    if isinstance(value, str):
+        return "an interpolation or resolver (${...})" if "${" in value else None
+    if isinstance(value, list):
+        return next((p for p in map(_plain_problem, value) if p), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or _special(key) or "${" in key:
+                return f"a special key ({key!r})"
+            if problem := _plain_problem(item):
+                return problem
+        return None
+    return f"a {type(value).__name__}, not a plain value"
+
+
+def _problem(override: Any) -> str | None:
+    """Why one parsed override may not be taken from a run folder, or None when it may."""
+    key: str = override.key_or_group
+    if override.is_sweep_override():
+        return "a sweep, not one value"
+    if key == "hydra" or key.startswith("hydra.") or (override.package or "").startswith("hydra"):
+        return "Hydra's own settings"
+    if any(_special(part) for part in key.split(".")) or any(
+        _special(part) for part in (override.package or "").split(".")
+    ):
+        return "a special key (_target_ and the like): only plain values may be set"
+    groups = _groups()
+    if key in groups and not override.is_delete():
+        value = override.value()
+        if not isinstance(value, str) or value not in groups[key]:
+            return f"not one of the project's {key} configs"
+        return None
+    if key.split(".")[0] not in _top_keys():
+        return f"no such setting (top-level keys: {', '.join(sorted(_top_keys()))})"
+    return None if override.is_delete() else _plain_problem(override.value())
+
+
+def checked_overrides(overrides: Any, source: Path) -> list[str]:
+    """`overrides` as read from `source` (a run folder's file), when every one is a plain choice or value.
+
+    Raises:
+        ConfigError: one line naming `source` and the first override refused, and why.
+    """
+    if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+        raise ConfigError(f"{source}: `overrides` must be a list of strings, found {type(overrides).__name__}")
+    parser = OverridesParser.create()
+    for text in overrides:
+        try:
+            (parsed,) = parser.parse_overrides([text])
+        except HydraException as error:
+            raise ConfigError(f"{source}: override {text!r} cannot be read: {error}") from None
+        if problem := _problem(parsed):
+            raise ConfigError(f"{source}: override {text!r} refused: {problem}; a run folder is data, never code")
+    return list(overrides)
+
+
+def checked_folder_name(name: Any, source: Path) -> str:
+    """A run folder's name as registered in `source` (an `index.json`): one plain path component."""
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name or "\\" in name:
+        raise ConfigError(f"{source}: `folder` {name!r} is not a plain folder name")
+    return name
+
+
+def plain_names(entries: Iterable[Any], source: Path) -> list[str]:
+    """The folder names of `index.json` entries, each checked with `checked_folder_name`."""
+    return [checked_folder_name(e.get("folder") if isinstance(e, dict) else None, source) for e in entries]
