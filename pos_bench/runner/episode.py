@@ -18,6 +18,7 @@ from typing import Any
 from pos_bench import events
 from pos_bench.build import build
 from pos_bench.loop import RetryBudget, Tally, play
+from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
@@ -92,7 +93,7 @@ def run_episode(
     try:
         benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
-        model = Recorded(build_model(cfg, **services, trial=task.trial), log)
+        model = Recorded(build_model(cfg, **services, trial=task.trial, keep_in=folder / RESPONSES), log)
         result = play_built(cfg, task, benchmark, model, log, tally)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))
