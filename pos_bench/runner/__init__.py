@@ -7,6 +7,7 @@ identity → lock → pending episodes → pool → summary.
 - `episode.py`: one episode in a worker.
 - `pool/`: where episodes run (thread/process slots, Ray).
 - `summary.py`, `progress.py`, `rescore.py`: the summary, the progress bar, judging a finished run again.
+- `places.py`, `logs.py`: where the run was written from; where log lines go while it plays.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pos_bench.runner import stop
 from pos_bench.runner.code import CodeRecord, check_code, code_record
 from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
+from pos_bench.runner.logs import run_logs
 from pos_bench.runner.places import here, moved, places
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
@@ -109,7 +111,8 @@ def play_run(
         write_run_json(
             run_dir, cfg, labels, prepared, identity, redactor, history, overrides=overrides, where=where
         )
-        play_pending(cfg, run_dir, runner, episodes, todo, results)
+        with run_logs(run_dir, redactor):  # dependencies' log lines and warnings: run.log, not the terminal
+            play_pending(cfg, run_dir, runner, episodes, todo, results)
         wanted = {(t.id, t.trial) for t in episodes}
         rows = [r for r in results.read() if (r.task_id, r.trial) in wanted]
         summary = summarize(rows, labels, cfg.get("prices"))

@@ -22,6 +22,7 @@ from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
+from pos_bench.runner.logs import worker_logs
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
 from pos_bench.transcript import ID_FILE, Recorded, Transcript, episode_dir, remove_inside, write_result
@@ -83,6 +84,8 @@ def run_episode(
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
+    if parent_pid is not None and os.getpid() != parent_pid:
+        worker_logs(run_dir, redactor)
     folder = episode_dir(run_dir, task.id, task.trial)
     remove_inside(folder, run_dir)  # leftovers of an episode killed mid-way
     folder.mkdir(parents=True)
