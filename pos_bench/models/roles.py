@@ -1,7 +1,8 @@
 """Build the model a run uses. Each configured model is composed the same way: provider → `Budgeted` (the
 run's endpoint budget) → `Retrying` (one shared policy) → `Cached` (record/replay) → `Kept` (the episode's own
-record of its replies, when an episode folder is given); then a `RoleRouter` sends each role to its model. The agent model is `model`; optional per-role models (belief, sentinel,
-benchmark_provider, …) come from `roles` and default to it."""
+record of its replies, when an episode folder is given); then a `RoleRouter` sends each role to its model. The
+agent model is `model`; optional per-role models (belief, sentinel, benchmark_provider, …) come from `roles` and
+default to it."""
 
 from __future__ import annotations
 
