@@ -178,3 +178,22 @@ def test_a_copied_run_is_rescored_and_tabled_as_the_original(tmp_path, env):
     assert without_paths(on_copy.stdout, copy) == without_paths(on_original.stdout, original)
     assert "clindiag" in tables_copy.stdout and tables_copy.stdout == tables_original.stdout
     assert not results_root.exists()
+
+
+def test_recorded_overrides_come_from_run_json_without_the_recording_machines_places(tmp_path):
+    from pos_bench.runner.rescore import recorded_overrides
+
+    run_dir = tmp_path / "root" / "run-1"
+    run_dir.mkdir(parents=True)
+    command = [
+        "bench=clindiag",
+        "++bench.limit=2",
+        "results_root=/lab/A",
+        "++cache.path=/lab/A/c.sqlite",
+        "report=r.html",
+    ]
+    (run_dir / "run.json").write_text(json.dumps({"overrides": command}))
+    assert recorded_overrides(run_dir) == ["bench=clindiag", "++bench.limit=2"]
+    (run_dir / "run.json").write_text(json.dumps({}))  # an older run: its index.json entry
+    (run_dir.parent / "index.json").write_text(json.dumps([{"folder": "run-1", "overrides": ["bench=toy"]}]))
+    assert recorded_overrides(run_dir) == ["bench=toy"]
