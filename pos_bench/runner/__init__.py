@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -226,6 +227,7 @@ def played(
         run_dir=run_dir.resolve(),
         parent_pid=worker_parent_pid(runner.backend),
         shared=pool.shared,
+        driver_pid=os.getpid(),
     )
 
     def tick(in_flight: list[Task]) -> None:

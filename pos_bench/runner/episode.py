@@ -78,13 +78,16 @@ def run_episode(
     run_dir: Path,
     parent_pid: int | None = None,
     shared: Shared | None = None,
+    driver_pid: int | None = None,
 ) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
-    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
+    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back.
+    In a process other than the run's driver (`driver_pid`: a loky or Ray worker), log records go to the run's
+    `run.log` as in the driver (`logs.py`)."""
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
-    if parent_pid is not None and os.getpid() != parent_pid:
+    if driver_pid is not None and os.getpid() != driver_pid:
         worker_logs(run_dir, redactor)
     folder = episode_dir(run_dir, task.id, task.trial)
     remove_inside(folder, run_dir)  # leftovers of an episode killed mid-way

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 NOISE = ("NOISY-INFO", "NOISY-WARNING", "NOISY-DEPRECATION")
 
 
-@pytest.mark.parametrize("backend", ["loky", "threading"])
+@pytest.mark.parametrize("backend", ["loky", "threading", "ray"])
 def test_a_runs_terminal_has_no_dependency_line_and_its_log_has_them_all(tmp_path, backend):
     cmd = [
         sys.executable,
