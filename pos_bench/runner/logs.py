@@ -49,10 +49,22 @@ class OwnRecordsOnly(logging.Filter):
         return record.name == OWN or record.name.startswith(OWN + ".")
 
 
-def file_handler(run_dir: Path, redactor: Redactor) -> logging.FileHandler:
-    handler = logging.FileHandler(run_dir / RUN_LOG, mode="a", encoding="utf-8", delay=True)
-    handler.setFormatter(RedactingFormatter(redactor))
-    return handler
+class RunLogHandler(logging.FileHandler):
+    """Appends to one run's `run.log` (its own class, so a reused worker process finds and replaces it)."""
+
+    def __init__(self, run_dir: Path, redactor: Redactor):
+        super().__init__(run_dir / RUN_LOG, mode="a", encoding="utf-8", delay=True)
+        self.setFormatter(RedactingFormatter(redactor))
+
+
+class OwnWarnings(logging.StreamHandler):
+    """pos_bench's own warnings on a worker's stderr, as Python would show them with no logging set up."""
+
+    def __init__(self, redactor: Redactor):
+        super().__init__(sys.stderr)
+        self.setLevel(logging.WARNING)
+        self.addFilter(OwnRecordsOnly())
+        self.setFormatter(RedactingFormatter(redactor, "%(message)s"))
 
 
 def on_terminal(handler: logging.Handler) -> bool:
@@ -70,7 +82,7 @@ def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
     """For the length of the block: every log record and warning reaches `run_dir/run.log`, and the terminal's
     handlers pass only pos_bench's own. Yields the log file's path."""
     root = logging.getLogger()
-    handler = file_handler(run_dir, redactor)
+    handler = RunLogHandler(run_dir, redactor)
     own_only = OwnRecordsOnly()
     terminal = [h for h in root.handlers if on_terminal(h)]
     level = root.level
@@ -93,17 +105,17 @@ def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
 
 def worker_logs(run_dir: Path, redactor: Redactor) -> None:
     """In a worker process: send its log records and warnings to `run_dir/run.log`, and pos_bench's own warnings
-    to stderr as well, as Python would show them (once per process)."""
+    to stderr as well. Once per run; a worker a cluster reuses for another run drops the earlier run's file."""
     root = logging.getLogger()
     target = str((run_dir / RUN_LOG).resolve())
-    if any(isinstance(h, logging.FileHandler) and h.baseFilename == target for h in root.handlers):
-        return
-    root.addHandler(file_handler(run_dir, redactor))
-    own = logging.StreamHandler(sys.stderr)
-    own.setLevel(logging.WARNING)
-    own.addFilter(OwnRecordsOnly())
-    own.setFormatter(RedactingFormatter(redactor, "%(message)s"))
-    root.addHandler(own)
+    for h in [h for h in root.handlers if isinstance(h, RunLogHandler)]:
+        if h.baseFilename == target:
+            return
+        root.removeHandler(h)
+        h.close()
+    root.addHandler(RunLogHandler(run_dir, redactor))
+    if not any(isinstance(h, OwnWarnings) for h in root.handlers):
+        root.addHandler(OwnWarnings(redactor))
     if root.getEffectiveLevel() > logging.INFO:
         root.setLevel(logging.INFO)
     logging.captureWarnings(True)

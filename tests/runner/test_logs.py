@@ -63,3 +63,28 @@ def test_the_logging_set_up_is_put_back_and_secrets_never_reach_the_file(tmp_pat
     text = path.read_text()
     assert "calling" in text and "sk-planted-secret-123" not in text and "pw123456" not in text
     assert "after the run" not in text
+
+
+def test_a_reused_worker_writes_the_later_runs_log_only(tmp_path):
+    from pos_bench.runner.logs import RunLogHandler, worker_logs
+
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    try:
+        worker_logs(first, Redactor())
+        worker_logs(first, Redactor())  # every episode of the run asks again: one handler
+        logging.getLogger("dep").warning("line of the first run")
+        worker_logs(second, Redactor())
+        logging.getLogger("dep").warning("line of the second run")
+        assert len([h for h in root.handlers if isinstance(h, RunLogHandler)]) == 1
+    finally:
+        for h in [h for h in root.handlers if h not in before]:
+            root.removeHandler(h)
+            h.close()
+        root.setLevel(level)
+        logging.captureWarnings(False)
+    assert (first / RUN_LOG).read_text().count("line of") == 1
+    assert "line of the second run" in (second / RUN_LOG).read_text()
+    assert "first run" not in (second / RUN_LOG).read_text()
