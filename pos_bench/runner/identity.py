@@ -202,7 +202,10 @@ class RunIndex:
                 if entry["fingerprint"] == run.fingerprint:
                     return self.root / entry["folder"]
             # a run folder moved or copied here from another results root keeps its name
-            folder = unregistered_run(self.root, run.fingerprint) or folder_name(overrides, run.short)
+            registered = {e["folder"] for e in entries}
+            folder = unregistered_run(self.root, run.fingerprint, registered) or folder_name(
+                overrides, run.short
+            )
             others = [
                 {"folder": e["folder"], "differs_in": differing_keys(e["settings"], run.settings)[:12]}
                 for e in entries
@@ -223,9 +226,13 @@ class RunIndex:
             return self.root / folder
 
 
-def unregistered_run(root: Path, fingerprint: str) -> str | None:
-    """The name of a folder directly in `root` whose `run.json` records `fingerprint`, or None."""
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+def unregistered_run(root: Path, fingerprint: str, registered: Iterable[str] = ()) -> str | None:
+    """The name of a folder directly in `root` (not a link, not `registered` under another fingerprint) whose
+    `run.json` records `fingerprint`, or None."""
+    taken = set(registered)
+    for folder in sorted(
+        p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in taken
+    ):
         try:
             recorded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeError):
