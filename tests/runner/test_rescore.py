@@ -183,17 +183,15 @@ def test_a_copied_run_is_rescored_and_tabled_as_the_original(tmp_path, env):
 def test_recorded_overrides_come_from_run_json_without_the_recording_machines_places(tmp_path):
     from pos_bench.runner.rescore import recorded_overrides
 
-    run_dir = tmp_path / "root" / "run-1"
+    run_dir = tmp_path / "root" / "toy" / "raw" / "scripted" / "run-1"
     run_dir.mkdir(parents=True)
-    command = [
-        "bench=clindiag",
-        "++bench.limit=2",
-        "results_root=/lab/A",
-        "++cache.path=/lab/A/c.sqlite",
-        "report=r.html",
-    ]
+    places = [f"results_root={tmp_path / 'root'}", "++cache.path=/lab/c.sqlite", "report=r.html"]
+    command = ["bench=clindiag", "++bench.limit=2", *places]
     (run_dir / "run.json").write_text(json.dumps({"overrides": command}))
-    assert recorded_overrides(run_dir) == ["bench=clindiag", "++bench.limit=2"]
-    (run_dir / "run.json").write_text(json.dumps({}))  # an older run: its index.json entry
-    (run_dir.parent / "index.json").write_text(json.dumps([{"folder": "run-1", "overrides": ["bench=toy"]}]))
-    assert recorded_overrides(run_dir) == ["bench=toy"]
+    assert recorded_overrides(run_dir) == command  # still where it was recorded: as it was
+    copy = tmp_path / "elsewhere" / "run-1"
+    shutil.copytree(run_dir, copy)
+    assert recorded_overrides(copy) == ["bench=clindiag", "++bench.limit=2"]
+    (copy / "run.json").write_text(json.dumps({}))  # an older run: its index.json entry
+    (copy.parent / "index.json").write_text(json.dumps([{"folder": "run-1", "overrides": ["bench=toy"]}]))
+    assert recorded_overrides(copy) == ["bench=toy"]
