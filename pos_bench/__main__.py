@@ -97,7 +97,8 @@ def run_command(cfg: DictConfig) -> JobOutcome:
     run_dir = runs.folder_for(identity, list(hydra_cfg.overrides.task))
     print(f"run folder: {run_dir} (fingerprint {identity.short}; runs here: {runs.path})", flush=True)
     labels = run_labels(plain, dict(prepared.description))
-    summary = run(plain, run_dir, labels, prepared=prepared, identity=identity)
+    overrides = list(hydra_cfg.overrides.task)
+    summary = run(plain, run_dir, labels, prepared=prepared, identity=identity, overrides=overrides)
     redactor = redactor_for(plain)
     print(redactor.text(format_table([summary])))
     for extra in (format_notes(summary), format_errors(summary, run_dir)):

@@ -186,7 +186,7 @@ def main() -> None:
     figures["best"] = min(figures["backends"], key=lambda b: figures["backends"][b]["over_critical"])
     figures.update(client_cpu(args, root))
     if "threading" in backends:
-        replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(root / "threading-0")}
+        replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(root / "threading-0")}
         cache = {"mode": "read_write", "path": str(root / "threading-0.sqlite")}
         replay_wall, rows = timed(
             config(args, replay, {"backend": "threading", "n_jobs": 1}, cache), root / "replay"

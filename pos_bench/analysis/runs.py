@@ -18,8 +18,10 @@ older or newer runner. Fields relied on (all optional except a readable folder):
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -249,17 +251,36 @@ def run_flags(
 
 def has_live_writer(folder: Path) -> bool:
     """Whether a process holds the run folder's writer lock (`runner/results.py` `writer_lock`, taken before
-    `run.json` is written). A lock that cannot be tried (a read-only copy) counts as held, the cautious answer;
-    a folder with `run.json` and no `.lock` was left by a writer that is gone."""
+    `run.json` is written). The kernel drops the lock when its holder dies, however it dies. A lock file this
+    reader may not write (a read-only copy) is tried through a read-only handle; one that cannot be opened at all
+    counts as held, the cautious answer. A folder with `run.json` and no `.lock` was left by a writer that is gone."""
     lock_path = folder / ".lock"
     if not lock_path.is_file():
         return not (folder / "run.json").is_file()
     lock = FileLock(lock_path, timeout=0)
     try:
         lock.acquire()
-    except (Timeout, OSError):
+    except Timeout:
         return True
+    except OSError:
+        return held_read_only(lock_path)
     lock.release()
+    return False
+
+
+def held_read_only(lock_path: Path) -> bool:
+    """Whether another process holds `lock_path`'s lock, asked through a read-only handle: `flock` (the lock
+    `filelock` takes on POSIX) needs no write access, and a shared probe fails while the writer holds it."""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing the handle releases the probe's lock
     return False
 
 

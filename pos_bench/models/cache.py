@@ -16,8 +16,8 @@ the file one owner on the driver's node and its workers go through it (`Store`).
 A request the provider refuses as such (`RequestRefused`: a context overflow, an HTTP 400) is recorded like a
 reply and refused again on a repeat, so the replay of an episode that ended on it ends the same way.
 
-`Replayed` is `model=replay`: it takes the identity of a recorded run from that run's `run.json`, so the
-keys match the recording, and it has no provider behind it.
+`model=replay` (`models/replay.py`) uses the same keys: it answers from the replies a run kept in its own
+folder (`models/kept.py`), and a miss there falls through to this cache.
 """
 
 from __future__ import annotations
@@ -414,62 +414,10 @@ class Cached:
                 raise
             raise refusal(stored) from refused
         # Another worker may have stored this request first; answer with what the cache holds, so a replay
-        # sees exactly what this run saw.
+        # sees exactly what this run saw. A reply that reached no model (a replayed one) stays marked cached.
         stored = self.store.put(key, request, reply, overwrite=self.config.mode == "record")
         if stored.refused:
             raise refusal(stored)
-        return stored
-
-
-def _single_run(folder: Path) -> Path:
-    """`folder` itself when it is a run; the one run registered in its `index.json` when it holds runs."""
-    index = folder / "index.json"
-    if (folder / "run.json").is_file() or not index.is_file():
-        return folder
-    runs = [entry["folder"] for entry in json.loads(index.read_text(encoding="utf-8"))]
-    if len(runs) != 1:
-        raise ValueError(
-            f"{folder} holds {len(runs)} runs ({', '.join(runs)}); set model.run to one of them, e.g. "
-            f"model.run={folder / runs[0]}"
-        )
-    return folder / runs[0]
-
-
-class Replayed:
-    """`model=replay`: the model of a recorded run, answering only from the cache (no provider, no network).
-
-    Args:
-        run: the recorded run's directory (it holds `run.json`).
-        role: replay that run's model for this role (a `roles:` entry), instead of its default model.
-    """
-
-    def __init__(self, run: str, role: str | None = None):
-        run = str(_single_run(Path(run)))
-        path = Path(run) / "run.json"
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"model=replay needs a recorded run: {path} does not exist (set model.run)"
-            )
-        recorded = json.loads(path.read_text(encoding="utf-8"))["model"]
-        if role is not None:
-            if role not in recorded.get("roles", {}):
-                raise ValueError(
-                    f"the run at {run} has no model for role {role!r}; its roles: "
-                    f"{sorted(recorded.get('roles', {}))}"
-                )
-            recorded = recorded["roles"][role]
-        self.recorded = {k: v for k, v in recorded.items() if k != "roles"}
-        self.run = run
-        self.name = str(self.recorded.get("model", "replay"))
-
-    def describe(self) -> Mapping[str, Any]:
-        return {**self.recorded, "replayed_from": self.run}
-
-    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
-        model_identity = identity(self.recorded)
-        key = request_key(canonical_request(model_identity, prompt))
-        raise CacheMiss(
-            f"replay cache miss: the run at {self.run} never made {describe_request(key, model_identity, prompt, role)}. "
-            "model=replay answers only from the response cache: keep cache.mode on read_write or replay and "
-            "cache.path on the recording's file."
+        return Reply(
+            stored.text, stored.usage, cached=reply.cached, served=stored.served, refused=stored.refused
         )

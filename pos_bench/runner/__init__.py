@@ -7,6 +7,7 @@ identity → lock → pending episodes → pool → summary.
 - `episode.py`: one episode in a worker.
 - `pool/`: where episodes run (thread/process slots, Ray).
 - `summary.py`, `progress.py`, `rescore.py`: the summary, the progress bar, judging a finished run again.
+- `places.py`, `logs.py`: where the run was written from; where log lines go while it plays.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from __future__ import annotations
 import functools
 import gc
 import json
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pos_bench.loop import RetryBudget
-from pos_bench.redact import Redactor, redactor_for
+from pos_bench.redact import Redactor, redactor_for, scrub_urls
 from pos_bench.runner import stop
 from pos_bench.runner.code import CodeRecord, check_code, code_record
 from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
+from pos_bench.runner.logs import run_logs
+from pos_bench.runner.places import here, moved, places
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
 from pos_bench.runner.progress import Progress
@@ -67,8 +71,10 @@ def run(
     *,
     prepared: Prepared | None = None,
     identity: RunIdentity | None = None,
+    overrides: Sequence[str] = (),
 ) -> Summary:
-    """Play every pending (task, trial) of the configured benchmark and write the run's summary."""
+    """Play every pending (task, trial) of the configured benchmark and write the run's summary. `overrides`
+    (the command line's) are recorded in `run.json`, so a copied run folder can be re-scored on its own."""
     prepared = prepared or preflight(cfg)
     labels = {**labels, **prepared.labels}
     identity = identity or run_identity(cfg, prepared.description, prepared.upstream)
@@ -76,7 +82,7 @@ def run(
     redactor = redactor_for(cfg)
     check_folder(run_dir, identity)
     try:
-        return play_run(cfg, run_dir, labels, prepared, identity, runner, redactor)
+        return play_run(cfg, run_dir, labels, prepared, identity, runner, redactor, overrides)
     except OSError as error:
         if error.errno in NO_SPACE:
             raise DiskFull.from_error(error, run_dir) from error
@@ -91,16 +97,23 @@ def play_run(
     identity: RunIdentity,
     runner: RunnerConfig,
     redactor: Redactor,
+    overrides: Sequence[str] = (),
 ) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     with writer_lock(run_dir):
         results = ResultsFile(run_dir / "results.jsonl", redactor)
+        where = places(run_dir, here(run_dir))
+        if moved(where):
+            print(moved(where), flush=True)
         history = code_history(run_dir, code_record(), runner.allow_code_change)
         episodes = trials_of(prepared.tasks, runner.trials)
         todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors, trials=runner.trials)
         history[-1]["tasks"] = list(dict.fromkeys([*history[-1].get("tasks", []), *(t.id for t in todo)]))
-        write_run_json(run_dir, cfg, labels, prepared, identity, redactor, history)
-        play_pending(cfg, run_dir, runner, episodes, todo, results)
+        write_run_json(
+            run_dir, cfg, labels, prepared, identity, redactor, history, overrides=overrides, where=where
+        )
+        with run_logs(run_dir, redactor):  # dependencies' log lines and warnings: run.log, not the terminal
+            play_pending(cfg, run_dir, runner, episodes, todo, results)
         wanted = {(t.id, t.trial) for t in episodes}
         rows = [r for r in results.read() if (r.task_id, r.trial) in wanted]
         summary = summarize(rows, labels, cfg.get("prices"))
@@ -116,9 +129,13 @@ def write_run_json(
     identity: RunIdentity,
     redactor: Redactor,
     history: list[dict[str, Any]],
+    *,
+    overrides: Sequence[str] = (),
+    where: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """The run's `run.json`: labels, identity, the episode code, the model's description and the config it ran
-    with."""
+    """The run's `run.json`: labels, identity, the episode code, the model's description, the config it ran
+    with, the command-line `overrides` (so a copied folder can be re-scored alone) and the places it was
+    written from (`places.py`)."""
     meta = {
         "labels": dict(labels),
         "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
@@ -129,6 +146,8 @@ def write_run_json(
         "config": cfg,
         # SPEC-BASE §0: how unusable replies end is a framework choice, recorded with the run
         "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
+        "overrides": [scrub_urls(o) for o in overrides],
+        "places": [dict(p) for p in where],
     }
     write_result(run_dir / "run.json", meta, redactor)
 
@@ -208,6 +227,7 @@ def played(
         run_dir=run_dir.resolve(),
         parent_pid=worker_parent_pid(runner.backend),
         shared=pool.shared,
+        driver_pid=os.getpid(),
     )
 
     def tick(in_flight: list[Task]) -> None:

@@ -18,9 +18,11 @@ from typing import Any
 from pos_bench import events
 from pos_bench.build import build
 from pos_bench.loop import RetryBudget, Tally, play
+from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
+from pos_bench.runner.logs import worker_logs
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
 from pos_bench.transcript import ID_FILE, Recorded, Transcript, episode_dir, remove_inside, write_result
@@ -76,12 +78,17 @@ def run_episode(
     run_dir: Path,
     parent_pid: int | None = None,
     shared: Shared | None = None,
+    driver_pid: int | None = None,
 ) -> EpisodeResult:
     """Play one task in isolation: any exception becomes an `error` result, never a crashed run. The full
-    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back."""
+    result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back.
+    In a process other than the run's driver (`driver_pid`: a loky or Ray worker), log records go to the run's
+    `run.log` as in the driver (`logs.py`)."""
     if parent_pid is not None:
         exit_with_parent(parent_pid)
     redactor = redactor_for(cfg)
+    if driver_pid is not None and os.getpid() != driver_pid:
+        worker_logs(run_dir, redactor)
     folder = episode_dir(run_dir, task.id, task.trial)
     remove_inside(folder, run_dir)  # leftovers of an episode killed mid-way
     folder.mkdir(parents=True)
@@ -92,7 +99,7 @@ def run_episode(
     try:
         benchmark = build(cfg["bench"])
         services = {"budget": shared.budget, "store": shared.store} if shared else {}
-        model = Recorded(build_model(cfg, **services, trial=task.trial), log)
+        model = Recorded(build_model(cfg, **services, trial=task.trial, keep_in=folder / RESPONSES), log)
         result = play_built(cfg, task, benchmark, model, log, tally)
     except Exception as error:  # noqa: BLE001 - the episode boundary: record it, the other episodes go on
         log.write(events.Error(error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()))

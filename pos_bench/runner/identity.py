@@ -201,7 +201,11 @@ class RunIndex:
             for entry in entries:
                 if entry["fingerprint"] == run.fingerprint:
                     return self.root / entry["folder"]
-            folder = folder_name(overrides, run.short)
+            # a run folder moved or copied here from another results root keeps its name
+            registered = {e["folder"] for e in entries}
+            folder = unregistered_run(self.root, run.fingerprint, registered) or folder_name(
+                overrides, run.short
+            )
             others = [
                 {"folder": e["folder"], "differs_in": differing_keys(e["settings"], run.settings)[:12]}
                 for e in entries
@@ -220,6 +224,23 @@ class RunIndex:
             tmp.write_text(json.dumps(entries, indent=1, ensure_ascii=False), encoding="utf-8")
             tmp.replace(self.path)
             return self.root / folder
+
+
+def unregistered_run(root: Path, fingerprint: str, registered: Iterable[str] = ()) -> str | None:
+    """The name of a folder directly in `root` (not a link, not `registered` under another fingerprint) whose
+    `run.json` records `fingerprint`, or None."""
+    taken = set(registered)
+    for folder in sorted(
+        p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in taken
+    ):
+        try:
+            recorded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeError):
+            continue
+        identity = recorded.get("identity") if isinstance(recorded, dict) else None
+        if isinstance(identity, dict) and identity.get("fingerprint") == fingerprint:
+            return folder.name
+    return None
 
 
 def index_problem(entries: Any, root: Path) -> str | None:

@@ -45,15 +45,38 @@ class Rescored:
     tag: str
 
 
+PLACE_KEYS = ("results_root", "cache.", "report")
+"""Recorded overrides that say where the recording machine kept things, not how the run played."""
+
+
 def recorded_overrides(run_dir: Path) -> list[str]:
-    """The command-line overrides the run folder was made with, from its parent's `index.json`."""
+    """The command-line overrides the run folder was made with: from its `run.json`, else (a run written
+    before `run.json` kept them) from its parent's `index.json`. A run no longer under its recorded results
+    root (copied or moved) loses the places of `PLACE_KEYS`, so this machine's defaults serve it."""
+    meta = (
+        json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        if (run_dir / "run.json").is_file()
+        else {}
+    )
+    found = meta.get("overrides") if isinstance(meta, dict) else None
+    if not isinstance(found, list):
+        found = index_overrides(run_dir)
+    found = [str(o) for o in found]
+    roots = [o.partition("=")[2] for o in found if _key(o) == "results_root"]
+    if roots and Path(roots[-1]).resolve() in run_dir.resolve().parents:
+        return found
+    return [o for o in found if not _key(o).startswith(PLACE_KEYS)]
+
+
+def index_overrides(run_dir: Path) -> list[str]:
     index = run_dir.parent / "index.json"
     entries = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else []
     for entry in entries:
         if entry.get("folder") == run_dir.name:
             return list(entry.get("overrides", []))
     raise ConfigError(
-        f"{run_dir} is not registered in {index}: re-scoring needs a run made with `python -m pos_bench`"
+        f"{run_dir} records no overrides in its run.json and is not registered in {index}: re-scoring needs a "
+        "run made with `python -m pos_bench`"
     )
 
 

@@ -94,3 +94,22 @@ def test_a_clindiag_run_judged_by_another_model_than_the_papers_is_flagged_with_
     assert flags("gpt-4.1-mini") == ("judge=gpt-4.1-mini",)
     assert flags("qwen3.7-plus") == ()
     assert flags("rules") == ("rules",)
+
+
+def test_the_writer_lock_is_read_through_a_read_only_handle_too(fixture_runs, tmp_path):
+    # a copy on read-only media cannot open `.lock` for writing; the probe then asks through a read-only handle
+    import os
+    import shutil
+
+    from pos_bench.analysis.runs import held_read_only
+    from pos_bench.runner.results import writer_lock
+
+    folder = tmp_path / "run"
+    shutil.copytree(fixture_runs["toy_partial"], folder)
+    (folder / ".lock").touch()
+    os.chmod(folder / ".lock", 0o444)
+    assert not held_read_only(folder / ".lock")
+    os.chmod(folder / ".lock", 0o644)
+    with writer_lock(folder):
+        assert held_read_only(folder / ".lock")
+    assert not held_read_only(folder / ".lock")

@@ -14,13 +14,13 @@ from pos_bench.models.cache import (
     Cached,
     CacheError,
     CacheMiss,
-    Replayed,
     ResponseStore,
     canonical_request,
     request_key,
 )
 from pos_bench.models.local import LocalRequestRefused
 from pos_bench.models.openai import OpenAIModel
+from pos_bench.models.replay import Replayed
 from pos_bench.models.retry import RequestRefused
 from pos_bench.models.roles import build_model
 from pos_bench.models.scripted import ScriptedModel
@@ -195,7 +195,7 @@ def test_replayed_takes_the_recorded_identity_from_run_json(tmp_path, monkeypatc
     recorded.generate(PROMPT)
     (tmp_path / "run.json").write_text(json.dumps({"model": recorded.describe()}))
     replayed = build_model(
-        {**cfg, "model": {"_target_": "pos_bench.models.cache.Replayed", "run": str(tmp_path)}}
+        {**cfg, "model": {"_target_": "pos_bench.models.replay.Replayed", "run": str(tmp_path)}}
     )
     assert replayed.generate(PROMPT) == Reply("answer 1", Usage(10, 2, 1), cached=True)
     assert replayed.describe()["replayed_from"] == str(tmp_path)
@@ -265,7 +265,7 @@ def test_replay_accepts_a_folder_that_holds_one_run(tmp_path):
     run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps({"model": {"provider": "openai", "model": "m"}}))
     (tmp_path / "index.json").write_text(json.dumps([{"folder": "default-1234"}]))
-    assert Replayed(str(tmp_path)).run == str(run_dir)
+    assert Replayed(str(tmp_path)).describe()["replayed_from"] == str(run_dir)
     (tmp_path / "index.json").write_text(json.dumps([{"folder": "default-1234"}, {"folder": "other-5678"}]))
     with pytest.raises(ValueError, match="holds 2 runs"):
         Replayed(str(tmp_path))

@@ -4,6 +4,7 @@ no model call, and a miss names the field of the key that differs from the neare
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def record_then_replay(tmp_path: Path, node: dict, **sizes: int) -> tuple[Path, 
     recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
     labels = {"bench": "toy", "method": "raw", "model": "m", "label": "smoke"}
     run(config(tmp_path, node, **sizes), recorded, labels)
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)}
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)}
     run(config(tmp_path, replay, **sizes), replayed, labels)
     return recorded, replayed
 
@@ -76,7 +77,7 @@ def test_openai_compatible_recording_replays_with_the_server_gone(tmp_path):
         recorded = tmp_path / "recorded"
         run(config(tmp_path, node), recorded, {"bench": "toy", "method": "raw", "model": "m"})
         sent = len(stub.requests)
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)}
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)}
     run(config(tmp_path, replay), tmp_path / "replayed", {"bench": "toy", "method": "raw", "model": "m"})
     assert sent > 0
     assert_same_rows_from_the_cache(recorded, tmp_path / "replayed")
@@ -93,7 +94,7 @@ def test_anthropic_recording_replays_with_the_server_gone(tmp_path):
         }
         recorded = tmp_path / "recorded"
         run(config(tmp_path, node), recorded, {"bench": "toy", "method": "raw", "model": "m"})
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)}
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)}
     run(config(tmp_path, replay), tmp_path / "replayed", {"bench": "toy", "method": "raw", "model": "m"})
     assert_same_rows_from_the_cache(recorded, tmp_path / "replayed")
 
@@ -129,7 +130,7 @@ def miss(tmp_path: Path, prompt: Prompt, **change) -> str:
     description = {**recorded.describe(), **change}
     (tmp_path / "run.json").write_text(json.dumps({"model": description}))
     replayed = build_model(
-        {**cfg, "model": {"_target_": "pos_bench.models.cache.Replayed", "run": str(tmp_path)}}
+        {**cfg, "model": {"_target_": "pos_bench.models.replay.Replayed", "run": str(tmp_path)}}
     )
     with pytest.raises(CacheMiss) as raised:
         replayed.generate(prompt)
@@ -156,3 +157,58 @@ def test_key_differences_lists_budget_schema_and_message_count():
         "messages (recorded 1, now 2)",
     ]
     assert key_differences(a, a) == []
+
+
+PLANTED_KEY = "sk-planted-9f8e7d6c5b4a39281706"
+PLANTED_PASSWORD = "hunter2-planted-password"
+
+
+def test_a_copied_run_folder_replays_alone_and_holds_no_secret(tmp_path, monkeypatch):
+    # Recorded in results root A with a key in the environment and a password in the endpoint's URL; the
+    # folder is copied elsewhere, A (with its shared response cache) deleted, and the copy replayed in
+    # results root B from another working directory with nothing but model.run.
+    monkeypatch.setenv("TRAVEL_API_KEY", PLANTED_KEY)
+    root_a, root_b, elsewhere = tmp_path / "A", tmp_path / "B", tmp_path / "elsewhere"
+    labels = {"bench": "toy", "method": "raw", "model": "m"}
+    with StubOpenAI() as stub:
+        node = {
+            "_target_": "pos_bench.models.openai.OpenAIModel",
+            "model": "stub-model",
+            "base_url": stub.url.replace("://", f"://user:{PLANTED_PASSWORD}@") + "/v1",
+            "api_key_env": "TRAVEL_API_KEY",
+            "timeout": PATIENT,
+        }
+        recorded = root_a / "toy" / "raw" / "m" / "run-1"
+        run(config(root_a, node), recorded, labels)
+        assert stub.requests
+    copy = tmp_path / "shared-with-a-colleague" / "run-1"
+    shutil.copytree(recorded, copy)
+    shutil.rmtree(root_a)
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    replayed = root_b / "toy" / "raw" / "replay" / "run-1"
+    run(config(root_b, {"_target_": "pos_bench.models.replay.Replayed", "run": str(copy)}), replayed, labels)
+    assert_same_rows_from_the_cache(copy, replayed)
+    assert (root_b / "cache" / "responses.sqlite").is_file() and not root_a.exists()
+    for folder in (copy, replayed):
+        for path in (p for p in folder.rglob("*") if p.is_file()):
+            data = path.read_bytes()
+            assert PLANTED_KEY.encode() not in data and PLANTED_PASSWORD.encode() not in data, path
+
+
+def test_a_replay_answers_from_the_copy_even_when_a_cache_file_is_missing_entirely(tmp_path):
+    # cache.mode=off: nothing but the copied folder can answer
+    labels = {"bench": "toy", "method": "raw", "model": "m"}
+    replies = [f'{{"thought": "step {i}", "action": "{a}"}}' for i, a in enumerate(["look", "inventory"] * 3)]
+    scripted = {"_target_": "pos_bench.models.scripted.ScriptedModel", "replies": {"agent": replies}}
+    recorded = tmp_path / "recorded"
+    run({**config(tmp_path, scripted), "cache": {"mode": "off"}}, recorded, labels)
+    copy = tmp_path / "copy"
+    shutil.copytree(recorded, copy)
+    shutil.rmtree(recorded)
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(copy)}
+    replayed = tmp_path / "replayed"
+    run({**config(tmp_path, replay), "cache": {"mode": "off"}}, replayed, labels)
+    assert rows(replayed) == rows(copy)
+    assert calls(replayed) and all(c["cached"] for c in calls(replayed))
+    assert {c["reply"] for c in calls(replayed)} == {c["reply"] for c in calls(copy)}

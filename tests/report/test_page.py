@@ -122,3 +122,60 @@ def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in
     assert strings.items[rows[0][2]] == "mug 1 · exists = true"
     assert strings.items[rows[1][2]] == "desk 4 · exists = true (truth: no such entity)"
     assert strings.items[rows[2][2]] == ""
+
+
+def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_path):
+    import os
+    import signal
+    import time
+
+    from pos_bench.analysis.runs import load_run, runs_index
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=toy",
+        "bench.n_tasks=6",
+        "bench.max_turns=6",
+        "method=raw",
+        "model=scripted",
+        "model.delay=0.2",
+        f"results_root={tmp_path}",
+        "runner.progress=false",
+        "runner.n_jobs=2",
+        "runner.backend=loky",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+
+    def unfinished(folder) -> list:
+        return [p for p in (folder / "episodes").glob("*") if not (p / "result.json").exists()]
+
+    folder = None
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        found = list((tmp_path / "toy" / "raw" / "scripted").glob("*/results.jsonl"))
+        if found and found[0].read_text().count("\n") >= 1 and unfinished(found[0].parent):
+            folder = found[0].parent
+            break
+        time.sleep(0.05)
+    assert folder is not None, "the run never had a finished and an unfinished episode at once"
+    try:
+        live = [
+            e["status"]
+            for e in embedded(render([folder], spec=None, with_figures=False))["runs"][0]["episodes"]
+        ]
+        assert "running" in live and "interrupted" not in live  # its writer (the driver) is alive
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the driver only: its workers notice and exit
+        proc.wait()
+    time.sleep(1.0)  # the workers' watchers end them within 0.2 s
+    html = render([folder], spec=None, with_figures=False)
+    statuses = [e["status"] for e in embedded(html)["runs"][0]["episodes"]]
+    assert "interrupted" in statuses and "running" not in statuses
+    assert statuses.count("interrupted") == len(unfinished(folder))
+    row = runs_index([load_run(folder)]).iloc[0]
+    assert row["running"] == 0 and row["interrupted"] == statuses.count("interrupted")
+    assert "interrupted" in row["flags"] and "in progress" not in row["flags"]

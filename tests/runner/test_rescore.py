@@ -4,6 +4,7 @@ stub. No episode is played again and the policy is never called."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -138,3 +139,59 @@ def test_the_old_command_name_still_works_and_names_the_new_one():
     )
     assert out.returncode == 2 and "pos_bench.runner.rescore RUN_DIR" in out.stdout
     assert out.stderr.strip() == "note: the command is now `python -m pos_bench.runner.rescore`"
+
+
+def without_paths(text: str, *folders) -> str:
+    for folder in folders:
+        text = text.replace(str(folder), "<run>")
+    return text
+
+
+def test_a_copied_run_is_rescored_and_tabled_as_the_original(tmp_path, env):
+    # The copy is a lone run folder (no index.json beside it) whose results root is deleted before it is read.
+    results_root = tmp_path / "A"
+    played = python(
+        "-m",
+        "pos_bench",
+        "bench=clindiag",
+        "bench.limit=2",
+        "method=raw",
+        "model=scripted",
+        f"model.default='{json.dumps(SUBMISSION)}'",
+        "runner.progress=false",
+        "cache.mode=off",
+        f"results_root={results_root}",
+        env=env,
+    )
+    assert played.returncode == 0, played.stderr
+    (original,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    on_original = python("-m", "pos_bench.runner.rescore", str(original), env=env)
+    tables_original = python("scripts/tables.py", str(original), env=env)
+    assert on_original.returncode == 0 and tables_original.returncode == 0, on_original.stderr
+    copy = tmp_path / "elsewhere" / original.name
+    shutil.copytree(original, copy)
+    shutil.rmtree(results_root)
+    on_copy = python("-m", "pos_bench.runner.rescore", str(copy), env=env)
+    tables_copy = python("scripts/tables.py", str(copy), env=env)
+    assert on_copy.returncode == 0, on_copy.stderr
+    assert "clindiag" in on_copy.stdout and "episodes" in on_copy.stdout
+    assert without_paths(on_copy.stdout, copy) == without_paths(on_original.stdout, original)
+    assert "clindiag" in tables_copy.stdout and tables_copy.stdout == tables_original.stdout
+    assert not results_root.exists()
+
+
+def test_recorded_overrides_come_from_run_json_without_the_recording_machines_places(tmp_path):
+    from pos_bench.runner.rescore import recorded_overrides
+
+    run_dir = tmp_path / "root" / "toy" / "raw" / "scripted" / "run-1"
+    run_dir.mkdir(parents=True)
+    places = [f"results_root={tmp_path / 'root'}", "++cache.path=/lab/c.sqlite", "report=r.html"]
+    command = ["bench=clindiag", "++bench.limit=2", *places]
+    (run_dir / "run.json").write_text(json.dumps({"overrides": command}))
+    assert recorded_overrides(run_dir) == command  # still where it was recorded: as it was
+    copy = tmp_path / "elsewhere" / "run-1"
+    shutil.copytree(run_dir, copy)
+    assert recorded_overrides(copy) == ["bench=clindiag", "++bench.limit=2"]
+    (copy / "run.json").write_text(json.dumps({}))  # an older run: its index.json entry
+    (copy.parent / "index.json").write_text(json.dumps([{"folder": "run-1", "overrides": ["bench=toy"]}]))
+    assert recorded_overrides(copy) == ["bench=toy"]

@@ -147,7 +147,7 @@ def test_a_recorded_run_replays_offline_bit_for_bit(stub, tmp_path, monkeypatch)
     monkeypatch.delenv("STUB_RUN_KEY")  # replay needs no key either
 
     replayed = tmp_path / "toy" / "raw" / "replay"
-    replay_node = {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)}
+    replay_node = {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)}
     play(config(tmp_path, replay_node), replayed)
     assert comparable(replayed) == comparable(recorded)
     assert all(e["cached"] for t in TASKS for e in events(replayed, t) if e["kind"] == "call")
@@ -162,7 +162,7 @@ def test_a_replay_miss_fails_loudly_and_names_the_request(stub, tmp_path):
     recorded = tmp_path / "recorded"
     play(config(tmp_path, openai_node(stub.url)), recorded)
     stub.stop()
-    longer = config(tmp_path, {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)})
+    longer = config(tmp_path, {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)})
     longer["bench"]["max_turns"] = 6  # the recording never made the calls of turns 5 and 6
     summary = play(longer, tmp_path / "replayed")
     missed = [r for r in results(tmp_path / "replayed").values() if r["status"] == "error"]

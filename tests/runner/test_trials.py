@@ -93,7 +93,7 @@ def test_a_replay_reproduces_every_trial(stub, tmp_path, monkeypatch):
     recorded = tmp_path / "recorded"
     play(config(tmp_path, openai_node(stub.url), trials=3, cache_mode="read_write", n_tasks=8), recorded)
     monkeypatch.delenv("STUB_TRIALS_KEY")
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(recorded)}
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(recorded)}
     before = len(stub.requests)
     play(config(tmp_path, replay, trials=3, cache_mode="replay", n_tasks=8), tmp_path / "replayed")
     assert len(stub.requests) == before, "a replay reached the provider"

@@ -100,6 +100,7 @@ def timeout_result(task: Task, timeout: float | None) -> EpisodeResult:
         error=f"EpisodeTimeout: the episode ran past runner.episode_timeout ({timeout:g} s); its worker was "
         "stopped and the run went on",
         task_meta=dict(task.meta),
+        trial=task.trial,
     )
 
 

@@ -182,7 +182,7 @@ def test_record_and_replay_on_ray_match_loky_bit_for_bit(cluster, tmp_path, monk
     assert all(r["status"] == "done" for r in loky)
     assert comparable(on_ray) == comparable(loky)
     assert cache_rows(tmp_path / "ray.sqlite") == cache_rows(tmp_path / "loky.sqlite") != []
-    replay = {"_target_": "pos_bench.models.cache.Replayed", "run": str(tmp_path / "loky")}
+    replay = {"_target_": "pos_bench.models.replay.Replayed", "run": str(tmp_path / "loky")}
     replay_cache = {"mode": "replay", "path": str(tmp_path / "loky.sqlite")}
     replayed = play(config(replay, ray_runner, replay_cache), tmp_path / "replay")
     assert comparable(replayed) == comparable(loky)

@@ -57,3 +57,37 @@ def test_a_worker_that_dies_between_episodes_is_replaced_without_losing_the_next
         assert second != first  # played in full by a fresh worker
     finally:
         slot.close()
+
+
+def hang_on(task: Task, *, hung: str, pid_file: str) -> EpisodeResult:
+    if task.id == hung:
+        with open(pid_file, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(120)
+    return EpisodeResult(task.id, "done", success=True, trial=task.trial)
+
+
+def test_a_process_episode_past_the_timeout_is_an_error_row_and_its_worker_is_killed(tmp_path):
+    pid_file = tmp_path / "hung.pid"
+    tasks = [Task("a"), Task("hung", trial=2), Task("b"), Task("c")]
+    work = functools.partial(hang_on, hung="hung", pid_file=str(pid_file))
+    started = time.monotonic()
+    results = list(play_all(work, tasks, n_jobs=2, backend="loky", episode_timeout=3.0, tick_seconds=0.2))
+    assert time.monotonic() - started < 60, "the run waited for the hung episode"
+    assert sorted((r.task_id, r.trial) for r in results) == [("a", 0), ("b", 0), ("c", 0), ("hung", 2)]
+    (late,) = [r for r in results if r.status == "error"]
+    assert late.task_id == "hung" and late.error.startswith("EpisodeTimeout:") and late.trial == 2
+    hung_pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not gone(hung_pid):
+        time.sleep(0.1)
+    assert gone(hung_pid), "the hung worker was left running"
+
+
+def gone(pid: int) -> bool:
+    """Whether the process has exited (a zombie counts: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] == "Z"
+    except FileNotFoundError:
+        return True

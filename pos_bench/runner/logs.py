@@ -1,0 +1,121 @@
+"""Where log lines go while a run plays: every record, third-party ones included, to the run folder's `run.log`;
+the terminal keeps pos_bench's own records (and the progress bar and printed lines, which are not logging).
+
+Dependencies log freely (MCP servers' workers, HTTP clients at INFO) and warn about their own deprecations; on a
+terminal those lines bury the progress bar and the run's own messages, and they are noise for every reader but
+the one debugging that dependency, who finds them in `run.log`. Python warnings become log records
+(`logging.captureWarnings`), so they take the same road. Every line written is redacted with the run's
+redactor and its URLs scrubbed of credentials (`pos_bench.redact`).
+
+In the driver, `run_logs` changes the logging set-up for the length of the run and puts it back afterwards. A
+worker process (loky) has no set-up of its own: `worker_logs` gives it the same file, and a stderr handler for
+pos_bench's own warnings, once, for the life of the process, which ends with the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pos_bench.redact import Redactor, scrub_urls
+
+RUN_LOG = "run.log"
+OWN = "pos_bench"
+"""The logger name (and prefix) of pos_bench's own records."""
+
+
+FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s [pid %(process)d]: %(message)s"
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats a record (by default as `time level logger [pid]: message`), then redacts the secrets and URL
+    credentials in it."""
+
+    def __init__(self, redactor: Redactor, fmt: str = FILE_FORMAT):
+        super().__init__(fmt)
+        self.redactor = redactor
+
+    def format(self, record: logging.LogRecord) -> str:
+        return scrub_urls(self.redactor.text(super().format(record)))
+
+
+class OwnRecordsOnly(logging.Filter):
+    """Passes pos_bench's own records; put on the terminal's handlers while a run plays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == OWN or record.name.startswith(OWN + ".")
+
+
+class RunLogHandler(logging.FileHandler):
+    """Appends to one run's `run.log` (its own class, so a reused worker process finds and replaces it)."""
+
+    def __init__(self, run_dir: Path, redactor: Redactor):
+        super().__init__(run_dir / RUN_LOG, mode="a", encoding="utf-8", delay=True)
+        self.setFormatter(RedactingFormatter(redactor))
+
+
+class OwnWarnings(logging.StreamHandler):
+    """pos_bench's own warnings on a worker's stderr, as Python would show them with no logging set up."""
+
+    def __init__(self, redactor: Redactor):
+        super().__init__(sys.stderr)
+        self.setLevel(logging.WARNING)
+        self.addFilter(OwnRecordsOnly())
+        self.setFormatter(RedactingFormatter(redactor, "%(message)s"))
+
+
+def on_terminal(handler: logging.Handler) -> bool:
+    """Whether `handler` writes to the process's standard output or error (Hydra's console handler, say)."""
+    terminal = {id(s) for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) if s is not None}
+    return (
+        isinstance(handler, logging.StreamHandler)
+        and not isinstance(handler, logging.FileHandler)
+        and id(handler.stream) in terminal
+    )
+
+
+@contextmanager
+def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
+    """For the length of the block: every log record and warning reaches `run_dir/run.log`, and the terminal's
+    handlers pass only pos_bench's own. Yields the log file's path."""
+    root = logging.getLogger()
+    handler = RunLogHandler(run_dir, redactor)
+    own_only = OwnRecordsOnly()
+    terminal = [h for h in root.handlers if on_terminal(h)]
+    level = root.level
+    root.addHandler(handler)  # with a handler on the root, Python's last-resort stderr output is never used
+    for h in terminal:
+        h.addFilter(own_only)
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    try:
+        yield run_dir / RUN_LOG
+    finally:
+        logging.captureWarnings(False)
+        root.setLevel(level)
+        for h in terminal:
+            h.removeFilter(own_only)
+        root.removeHandler(handler)
+        handler.close()
+
+
+def worker_logs(run_dir: Path, redactor: Redactor) -> None:
+    """In a worker process: send its log records and warnings to `run_dir/run.log`, and pos_bench's own warnings
+    to stderr as well. Once per run; a worker a cluster reuses for another run drops the earlier run's file."""
+    root = logging.getLogger()
+    target = str((run_dir / RUN_LOG).resolve())
+    for h in [h for h in root.handlers if isinstance(h, RunLogHandler)]:
+        if h.baseFilename == target:
+            return
+        root.removeHandler(h)
+        h.close()
+    root.addHandler(RunLogHandler(run_dir, redactor))
+    if not any(isinstance(h, OwnWarnings) for h in root.handlers):
+        root.addHandler(OwnWarnings(redactor))
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    logging.captureWarnings(True)

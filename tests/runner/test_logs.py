@@ -1,0 +1,90 @@
+"""Quiet consoles: while a run plays, dependencies' log lines and warnings go to the run folder's `run.log`,
+and the terminal shows pos_bench's own lines and table."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from pos_bench.redact import Redactor
+from pos_bench.runner.logs import RUN_LOG, run_logs
+from tests.conftest import REPO
+
+NOISE = ("NOISY-INFO", "NOISY-WARNING", "NOISY-DEPRECATION")
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading", "ray"])
+def test_a_runs_terminal_has_no_dependency_line_and_its_log_has_them_all(tmp_path, backend):
+    cmd = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=toy",
+        "bench._target_=tests.runner.noisy.NoisyBenchmark",
+        "bench.n_tasks=2",
+        "bench.max_turns=2",
+        "method=raw",
+        "model=scripted",
+        f"runner.backend={backend}",
+        f"results_root={tmp_path}",
+    ]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    terminal = out.stdout + out.stderr
+    assert not [line for line in terminal.splitlines() if any(n in line for n in NOISE)]
+    assert "OWN-LINE" in terminal and "results:" in out.stdout  # pos_bench's own lines still show
+    (log,) = tmp_path.glob(f"toy/raw/scripted/*/{RUN_LOG}")
+    text = log.read_text()
+    assert all(text.count(n) >= 4 for n in NOISE[:2])  # two episodes of two steps
+    assert "NOISY-DEPRECATION" in text and "FutureWarning" in text
+
+
+def test_the_logging_set_up_is_put_back_and_secrets_never_reach_the_file(tmp_path, capsys):
+    root = logging.getLogger()
+    console = logging.StreamHandler(sys.stderr)
+    root.addHandler(console)
+    before = (list(root.handlers), root.level, list(console.filters))
+    redactor = Redactor((("PLANTED_API_KEY", "sk-planted-secret-123"),))
+    try:
+        with run_logs(tmp_path, redactor) as path:
+            logging.getLogger("some.dependency").warning(
+                "calling https://bob:pw123456@host/v1 with sk-planted-secret-123"
+            )
+            logging.getLogger("pos_bench.runner").warning("own line")
+        assert (list(root.handlers), root.level, list(console.filters)) == before
+        logging.getLogger("some.dependency").warning("after the run")
+    finally:
+        root.removeHandler(console)
+    err = capsys.readouterr().err
+    assert "own line" in err and "calling" not in err and "after the run" in err
+    text = path.read_text()
+    assert "calling" in text and "sk-planted-secret-123" not in text and "pw123456" not in text
+    assert "after the run" not in text
+
+
+def test_a_reused_worker_writes_the_later_runs_log_only(tmp_path):
+    from pos_bench.runner.logs import RunLogHandler, worker_logs
+
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    try:
+        worker_logs(first, Redactor())
+        worker_logs(first, Redactor())  # every episode of the run asks again: one handler
+        logging.getLogger("dep").warning("line of the first run")
+        worker_logs(second, Redactor())
+        logging.getLogger("dep").warning("line of the second run")
+        assert len([h for h in root.handlers if isinstance(h, RunLogHandler)]) == 1
+    finally:
+        for h in [h for h in root.handlers if h not in before]:
+            root.removeHandler(h)
+            h.close()
+        root.setLevel(level)
+        logging.captureWarnings(False)
+    assert (first / RUN_LOG).read_text().count("line of") == 1
+    assert "line of the second run" in (second / RUN_LOG).read_text()
+    assert "first run" not in (second / RUN_LOG).read_text()
