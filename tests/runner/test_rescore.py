@@ -195,3 +195,47 @@ def test_recorded_overrides_come_from_run_json_without_the_recording_machines_pl
     (copy / "run.json").write_text(json.dumps({}))  # an older run: its index.json entry
     (copy.parent / "index.json").write_text(json.dumps([{"folder": "run-1", "overrides": ["bench=toy"]}]))
     assert recorded_overrides(copy) == ["bench=toy"]
+
+
+@pytest.mark.parametrize("damage", ["emptied", "deleted", "not utf-8", "cut short", "not json"])
+def test_a_missing_or_damaged_transcript_is_an_error_row_never_a_result(damage, tmp_path, env):
+    results_root = tmp_path / "results"
+    played = python(
+        "-m",
+        "pos_bench",
+        "bench=clindiag",
+        "bench.limit=2",
+        "method=raw",
+        "model=scripted",
+        f"model.default='{json.dumps(SUBMISSION)}'",
+        "runner.backend=threading",
+        "runner.progress=false",
+        "cache.mode=off",
+        f"results_root={results_root}",
+        env=env,
+    )
+    assert played.returncode == 0, played.stderr
+    (run_dir,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    rows_before = (run_dir / "results.jsonl").read_text()
+    damaged, intact = sorted(run_dir.glob("episodes/*/events.jsonl"))
+    text = damaged.read_text()
+    if damage == "emptied":
+        damaged.write_text("")
+    elif damage == "deleted":
+        damaged.unlink()
+    elif damage == "not utf-8":
+        damaged.write_bytes(text.encode()[:40] + b"\xff\xfe\xfd" + text.encode()[40:])
+    elif damage == "cut short":
+        damaged.write_text("".join(text.splitlines(keepends=True)[:1]))
+    else:
+        damaged.write_text(text.replace("\n", "\n}{garbage\n", 1))
+    rescored = python("-m", "pos_bench.runner.rescore", str(run_dir), env=env)
+    assert rescored.returncode == 1, rescored.stdout + rescored.stderr
+    assert str(damaged) in rescored.stderr and "Traceback" not in rescored.stderr
+    (new_rows,) = run_dir.glob("results.*.jsonl")
+    rows = {json.loads(x)["task_id"]: json.loads(x) for x in new_rows.read_text().splitlines()}
+    broken = [r for r in rows.values() if r["status"] == "error"]
+    assert len(broken) == 1 and str(damaged) in broken[0]["error"]
+    assert [r["status"] for r in rows.values()].count("done") == 1  # the intact episode is scored as before
+    assert (run_dir / "results.jsonl").read_text() == rows_before  # the original rows are kept
+    assert intact.exists()
