@@ -17,6 +17,22 @@ from typing import Any, ClassVar
 from pos_bench.truth import Claim, Fact, Term, WorldTruth
 from pos_bench.types import Usage, to_jsonable, usage_from_json
 
+
+class DamagedFile(ValueError):
+    """A run folder's file cannot be read as what it should be; the message is one line naming the file (and
+    the line), for command-line tools to print before exiting with status 2."""
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a UTF-8 text file; bytes that are not UTF-8 are a `DamagedFile` naming the line."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DamagedFile(f"{path} line {number} is not UTF-8 text (byte {error.start})") from None
+
+
 OMIT_NONE = {"omit_none": True}
 """Field metadata: the key is left out of the line when the value is None."""
 
@@ -310,14 +326,13 @@ def read(path: Path) -> Iterator[Event]:
     JSON object (the torn last line of a killed run) is skipped."""
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict):
-                yield parse(data)
+    for _, line in text_lines(path):
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            yield parse(data)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ python scripts/tables.py [RUN_DIR_OR_RESULTS_ROOT ...] [--spec ../shared/spec] [
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from pos_bench.analysis.collect import collect, text
+from pos_bench.events import DamagedFile
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,9 +28,13 @@ def main() -> None:
     parser.add_argument("--csv-dir", type=Path, help="also write every table as CSV here")
     parser.add_argument("--trials", type=int, help="read only the first K trials of each task (default: all)")
     args = parser.parse_args()
-    tables = collect(
-        args.runs, args.spec, dict(item.split("=", 1) for item in args.backbone), trials=args.trials
-    )
+    try:
+        tables = collect(
+            args.runs, args.spec, dict(item.split("=", 1) for item in args.backbone), trials=args.trials
+        )
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(text(tables))
     if args.csv_dir:
         args.csv_dir.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from pos_bench import events
+from pos_bench.events import DamagedFile, text_lines
 from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
 from pos_bench.transcript import find_episode
 from pos_bench.types import usage_from_json
@@ -85,22 +86,35 @@ class Run:
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A run folder's JSON object file; `{}` while it is not written yet. Anything else there (not UTF-8, not
+    JSON, another JSON type) is a `DamagedFile`: shown as one line, never read as an empty record."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        raw = path.read_bytes()
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except OSError as error:
+        raise DamagedFile(f"{path} cannot be read: {error.strerror}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise DamagedFile(f"{path} is not UTF-8 text (byte {error.start})") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise DamagedFile(f"{path} is not JSON ({type(error).__name__})") from None
+    if not isinstance(data, dict):
+        raise DamagedFile(f"{path} holds a JSON {type(data).__name__}, not an object")
+    return data
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Whole lines only: a torn last line of a killed run is skipped."""
+    """Whole lines only: a torn last line of a killed run is skipped; a line that is not UTF-8 is a
+    `DamagedFile` naming the file and line."""
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for _, line in text_lines(path):
         try:
             value = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(value, dict):
             rows.append(value)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from pos_bench.analysis.runs import find_runs, read_json
+from pos_bench.events import DamagedFile
 from pos_bench.export.parquet import export
 from pos_bench.extras import MissingExtra, require
 
@@ -87,6 +89,9 @@ def main() -> None:
         raise SystemExit(f"no such folder: {args.path}")
     try:
         written = export_runs(args.path, args.out, args.fmt)
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     except (ValueError, MissingExtra) as error:
         raise SystemExit(str(error)) from error
     for path in written:

@@ -7,8 +7,10 @@ embedded; it opens offline, and works on runs still in progress or with errors.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from pos_bench.events import DamagedFile
 from pos_bench.report.page import render
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[2].parent / "shared" / "spec"
@@ -33,7 +35,11 @@ def main() -> None:
     missing = [str(p) for p in args.runs if not p.exists()]
     if missing:
         raise SystemExit(f"no such run folder: {', '.join(missing)}")
-    html = render(args.runs, spec=args.spec if args.spec.is_dir() else None, with_figures=not args.no_figures)
+    try:
+        html = render(args.runs, spec=args.spec if args.spec.is_dir() else None, with_figures=not args.no_figures)
+    except DamagedFile as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     args.output.write_text(html, encoding="utf-8")
     print(f"{args.output} ({args.output.stat().st_size / 1e6:.2f} MB)")
 
