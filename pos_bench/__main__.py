@@ -255,7 +255,9 @@ def bad_choice(arguments: list[str], conf: Path = CONF) -> str | None:
 
 
 if __name__ == "__main__":
-    problem = bad_choice(sys.argv[1:])
+    from pos_bench.runner.overrides import empty_path, unknown_top_key
+
+    problem = bad_choice(sys.argv[1:]) or unknown_top_key(sys.argv[1:]) or empty_path(sys.argv[1:])
     if problem:
         print(problem, file=sys.stderr)
         raise SystemExit(2)

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +115,10 @@ def test_a_bad_choice_exits_2_with_one_line_naming_the_valid_ones(tmp_path, choi
         ("bench.limit=abc", "bench.limit='abc': Input should be a valid integer"),
         ("bench.limit=1.5", "bench.limit=1.5: Input should be a valid integer"),
         ("method.windw=3", "method.windw: not a setting of Expert"),
+        ("model.delay=nan", "model.delay=nan: not a finite number"),
+        ("runner.episode_timeout=nan", "runner.episode_timeout=nan: not a finite number"),
+        ("runner.episode_timeout=inf", "runner.episode_timeout=inf: not a finite number"),
+        ("bench.limit=-inf", "bench.limit=-inf: not a finite number"),
     ],
 )
 def test_a_bad_value_stops_before_the_first_episode_naming_the_key(tmp_path, override, expected):
@@ -122,6 +127,21 @@ def test_a_bad_value_stops_before_the_first_episode_naming_the_key(tmp_path, ove
     )
     assert out.returncode == 2 and expected in out.stderr
     assert "Traceback" not in out.stderr and not list(tmp_path.rglob("results.jsonl"))
+
+
+@pytest.mark.parametrize("override", ["runer.n_jobs=8", "cach.mode=off", "foo.bar=1", "+foo=1", "~foo"])
+def test_a_misspelt_top_level_key_exits_2_naming_the_valid_ones(tmp_path, override):
+    out = cli("bench=toy", "method=expert", "model=scripted", override, f"results_root={tmp_path}", check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "cache, " in out.stderr and "runner" in out.stderr
+    assert not list(tmp_path.rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("override", ["results_root=", "results_root=''", "cache.path="])
+def test_an_empty_path_is_refused_before_anything_is_written(tmp_path, override):
+    out = cli("bench=toy", "method=expert", "model=scripted", override, check=False, env={**os.environ})
+    assert out.returncode == 2 and "an empty path" in out.stderr and "Traceback" not in out.stderr
+    assert not Path("/toy").exists()
 
 
 def test_a_missing_api_key_stops_before_the_first_episode(tmp_path):

@@ -11,7 +11,9 @@ are built once, and the method is asked whether it supports the benchmark's firs
 from __future__ import annotations
 
 import inspect
+import math
 import os
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -191,12 +193,30 @@ def missing_keys(path: str, node: Mapping[str, Any], environ: Mapping[str, str])
     ]
 
 
+PATH_KEY = re.compile(r"(^|_)(path|dir|root)$|^results_root$")
+"""Setting names that hold a file or folder: an empty one would mean the current or root folder by accident."""
+
+
+def value_problems(value: Any, path: str = "") -> list[str]:
+    """Non-finite numbers anywhere in the config (no setting means NaN or infinity: every comparison with NaN
+    is false, so range checks would pass it) and path settings given as an empty string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{path}={value}: not a finite number"]
+    if isinstance(value, str) and not value.strip() and PATH_KEY.search(path.rpartition(".")[2]):
+        return [f"{path}: an empty path; give a file or folder (or null where the setting allows none)"]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in value_problems(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in value_problems(v, f"{path}[{i}]")]
+    return []
+
+
 def config_problems(
     cfg: Mapping[str, Any], records: Mapping[str, type], environ: Mapping[str, str] | None = None
 ) -> list[str]:
     """Every problem of a resolved run config. `records` maps the plain nodes to their record types."""
     environ = os.environ if environ is None else environ
-    problems = env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
+    problems = value_problems(dict(cfg)) + env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
     problems += node_problems("method", cfg.get("method"), supplied=("model",))
     models = {"model": cfg.get("model"), **{f"roles.{r}": n for r, n in (cfg.get("roles") or {}).items()}}
     offline = (cfg.get("cache") or {}).get("mode") == "replay"  # nothing reaches a provider: no key needed

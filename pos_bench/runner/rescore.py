@@ -31,9 +31,9 @@ from pos_bench import events
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import LabelledBenchmark, RescorableBenchmark
 from pos_bench.redact import redactor_for
+from pos_bench.runner.overrides import checked_overrides
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.results import ResultsError, ResultsFile
-from pos_bench.runner.stored import checked_overrides
 from pos_bench.runner.summary import Summary, format_table, summarize, write_summary
 from pos_bench.transcript import Recorded, Transcript, find_episode
 from pos_bench.types import EpisodeResult, Task, Usage
@@ -60,7 +60,7 @@ def recorded_overrides(run_dir: Path) -> list[str]:
     """The command-line overrides the run folder was made with: from its `run.json`, else (a run written
     before `run.json` kept them) from its parent's `index.json`. A run no longer under its recorded results
     root (copied or moved) loses the places of `PLACE_KEYS`, so this machine's defaults serve it. The folder
-    may come from anyone: every override is checked to be a plain choice or value (`stored.checked_overrides`)."""
+    may come from anyone: every override is checked to be a plain choice or value (`overrides.checked_overrides`)."""
     path = run_dir / "run.json"
     meta = read_run_json(path) if path.is_file() else {}
     found = meta.get("overrides")

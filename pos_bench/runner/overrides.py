@@ -1,4 +1,5 @@
-"""Overrides read back from a run folder are data, never code.
+"""Which overrides pos_bench takes: every key of a command line must exist, and those read back from a run
+folder are data, never code.
 
 A run folder may come from anyone (a colleague, a paper's attachment, a download). Its `run.json` and
 `index.json` record the command-line overrides it was made with, and re-scoring, replay and resume compose a
@@ -40,11 +41,41 @@ def _groups() -> dict[str, frozenset[str]]:
     }
 
 
+EXTRA_TOP_KEYS = frozenset({"expert"})
+"""Top-level keys a group member sets at the global package (`conf/method/expert.yaml`)."""
+
+
 @cache
 def _top_keys() -> frozenset[str]:
     """The top-level keys of the project's config (`conf/config.yaml` without `defaults`), and its groups."""
     own = OmegaConf.load(CONF / "config.yaml")
-    return frozenset(k for k in own if k not in ("defaults", "hydra")) | frozenset(_groups())
+    return frozenset(k for k in own if k not in ("defaults", "hydra")) | frozenset(_groups()) | EXTRA_TOP_KEYS
+
+
+def unknown_top_key(arguments: Iterable[str]) -> str | None:
+    """The one-line error for a command-line override under a top-level key the config does not have
+    (`runer.n_jobs=8`, `cach.mode=off`), naming the valid ones; None when every key exists. Hydra would
+    otherwise add such a key silently and the setting would never reach the run."""
+    for arg in arguments:
+        key, sep, _ = arg.lstrip("+~").partition("=")
+        top = key.partition("@")[0].split(".")[0]
+        if not sep and not arg.startswith("~") or top == "hydra" or top in _top_keys():
+            continue
+        return f"error: {arg}: no setting {top!r}; the top-level keys are: {', '.join(sorted(_top_keys()))}"
+    return None
+
+
+EMPTY_PATH_KEYS = ("results_root", "cache.path")
+
+
+def empty_path(arguments: Iterable[str]) -> str | None:
+    """The one-line error for a path setting given as an empty value (`results_root=` would write to the
+    filesystem's root), or None."""
+    for arg in arguments:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if sep and key in EMPTY_PATH_KEYS and not value.strip().strip("'\"").strip():
+            return f"error: {arg}: an empty path; give a folder (e.g. {key}=results)"
+    return None
 
 
 def _special(key: str) -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.rescore import main as rescore_main
-from pos_bench.runner.stored import checked_folder_name, checked_overrides
+from pos_bench.runner.overrides import checked_folder_name, checked_overrides
 
 PLAIN = [
     "bench=clindiag",
