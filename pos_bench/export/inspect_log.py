@@ -46,9 +46,9 @@ EPISODE_EVENTS = (events.Reset, events.Score, events.Error)
 """Event kinds that belong to the episode, not to a turn."""
 
 
-def read_events(run_dir: Path, task_id: str) -> list[events.Event]:
+def read_events(run_dir: Path, task_id: str, trial: int = 0) -> list[events.Event]:
     """An episode's transcript events in order (the one place this module reads `events.jsonl`)."""
-    return list(events.read(episode_folder(run_dir, task_id) / "events.jsonl"))
+    return list(events.read(episode_folder(run_dir, task_id, trial) / "events.jsonl"))
 
 
 def _when(seconds: float | None) -> datetime | None:
@@ -200,7 +200,8 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
     from inspect_ai.scorer import Score
 
     task_id = str(row["task_id"])
-    episode = read_events(run_dir, task_id)
+    trial = int(row.get("trial") or 0)
+    episode = read_events(run_dir, task_id, trial)
     reset = next((e for e in episode if isinstance(e, events.Reset)), None)
     first = (reset.observation if reset else None) or {}
     steps = [e for e in episode if isinstance(e, events.Step)]
@@ -218,7 +219,7 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
     times = [float(e.time) for e in episode if e.time]
     return EvalSample(
         id=task_id,
-        epoch=1,
+        epoch=trial + 1,  # inspect's epochs are a sample's repeated plays: pos_bench's trials
         input=str(first.get("text", "")),
         target=str(first.get("goal", "")),
         messages=conversation(episode),
@@ -231,7 +232,7 @@ def sample(run_dir: Path, row: Mapping[str, Any], model: str):
         started_at=_iso(min(times)) if times else None,
         completed_at=None if running or not times else _iso(max(times)),
         total_time=row.get("seconds"),
-        uuid=f"{run_dir.name}/{task_id}",
+        uuid=f"{run_dir.name}/{task_id}" + (f"@t{trial}" if trial else ""),
         error=(
             EvalError(
                 message=str(error),
@@ -281,10 +282,19 @@ def results(samples: list):
 def episode_rows(run: Run) -> list[dict[str, Any]]:
     """Each episode's full result (result.json over its results.jsonl row), or `{task_id, status}` (`running` or
     `interrupted`, as the runs index decides) of one with no result."""
-    recorded = {str(r.get("task_id")): r for r in read_jsonl(run.folder / "results.jsonl")}
+    recorded = {
+        (str(r.get("task_id")), int(r.get("trial") or 0)): r for r in read_jsonl(run.folder / "results.jsonl")
+    }
     return [
-        episode_result(run.folder, recorded[t]) if t in recorded else {"task_id": t, "status": status}
-        for t, status in zip(map(str, run.episodes["task_id"]), run.episodes["status"], strict=True)
+        episode_result(run.folder, recorded[(t, k)])
+        if (t, k) in recorded
+        else {"task_id": t, "trial": k, "status": status}
+        for t, k, status in zip(
+            map(str, run.episodes["task_id"]),
+            map(int, run.episodes["trial"]),
+            run.episodes["status"],
+            strict=True,
+        )
     ]
 
 
@@ -312,10 +322,14 @@ def eval_log(run: Run):
         task_display_name=run.name,
         solver=run.method,
         tags=[run.method, *run.flags],
-        dataset=EvalDataset(name=run.bench, samples=len(samples), sample_ids=[s.id for s in samples]),
+        dataset=EvalDataset(
+            name=run.bench,
+            samples=len({s.id for s in samples}),
+            sample_ids=list(dict.fromkeys(s.id for s in samples)),
+        ),
         model=model,
         model_args=dict(meta.get("model") or {}),
-        config=EvalConfig(),
+        config=EvalConfig(epochs=int(run.episodes["trial"].max()) + 1 if len(run.episodes) else 1),
         packages={"pos_bench": __version__, "inspect_ai": inspect_version},
         metadata={
             "labels": meta.get("labels") or {},

@@ -31,9 +31,12 @@ def _clean(value: Any) -> Any:
 
 def episode_rows(run: Run) -> list[dict[str, Any]]:
     rows = []
-    recorded = {r.get("task_id"): r for r in read_jsonl(run.folder / "results.jsonl")}
+    recorded = {
+        (r.get("task_id"), int(r.get("trial") or 0)): r for r in read_jsonl(run.folder / "results.jsonl")
+    }
     for e in run.episodes.to_dict("records"):
-        full = episode_result(run.folder, recorded.get(e["task_id"], {"task_id": e["task_id"]}))
+        key = (e["task_id"], int(e["trial"]))
+        full = episode_result(run.folder, recorded.get(key, {"task_id": key[0], "trial": key[1]}))
         rows.append(
             {
                 "run": run.name,
@@ -43,6 +46,7 @@ def episode_rows(run: Run) -> list[dict[str, Any]]:
                 "flags": list(run.flags),
                 "fingerprint": run.fingerprint,
                 "task_id": e["task_id"],
+                "trial": int(e["trial"]),
                 "status": e["status"],
                 "success": bool(e["success"]),
                 "score": float(e["score"]),
@@ -61,7 +65,9 @@ def episode_rows(run: Run) -> list[dict[str, Any]]:
     return rows
 
 
-def step_rows(run: Run, task_id: str, episode: Iterable[events.Event]) -> list[dict[str, Any]]:
+def step_rows(
+    run: Run, task_id: str, episode: Iterable[events.Event], trial: int = 0
+) -> list[dict[str, Any]]:
     """One row per environment step: the policy prompt and reply behind it, the step, the memory record after."""
     rows: list[dict[str, Any]] = []
     tokens: dict[str, int] = {}
@@ -77,6 +83,7 @@ def step_rows(run: Run, task_id: str, episode: Iterable[events.Event]) -> list[d
                 {
                     "run": run.name,
                     "task_id": task_id,
+                    "trial": trial,
                     "turn": int(len(rows) if e.turn is None else e.turn),
                     "thought": "" if e.thought is None else str(e.thought),
                     "action": _json(e.action),
@@ -97,6 +104,7 @@ def step_rows(run: Run, task_id: str, episode: Iterable[events.Event]) -> list[d
 
 EPISODE_TYPES = {
     "run": "string",
+    "trial": "int64",
     "bench": "string",
     "method": "string",
     "model": "string",
@@ -120,6 +128,7 @@ EPISODE_TYPES = {
 STEP_TYPES = {
     "run": "string",
     "task_id": "string",
+    "trial": "int64",
     "turn": "int64",
     "thought": "string",
     "action": "string",
@@ -150,8 +159,9 @@ def export(run_dir: Path, out: Path) -> dict[str, Path]:
 
     run = load_run(run_dir)
     steps = []
-    for task in run.episodes["task_id"]:
-        steps += step_rows(run, task, events.read(episode_folder(run_dir, task) / "events.jsonl"))
+    for task, trial in zip(run.episodes["task_id"], run.episodes["trial"], strict=True):
+        episode = events.read(episode_folder(run_dir, task, int(trial)) / "events.jsonl")
+        steps += step_rows(run, task, episode, int(trial))
     out.mkdir(parents=True, exist_ok=True)
     paths = {"episodes": out / "episodes.parquet", "steps": out / "steps.parquet"}
     for split, rows, types in (("episodes", episode_rows(run), EPISODE_TYPES), ("steps", steps, STEP_TYPES)):
