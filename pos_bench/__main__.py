@@ -254,6 +254,36 @@ def bad_choice(arguments: list[str], conf: Path = CONF) -> str | None:
     return None
 
 
+def sweep_configs(arguments: list[str]) -> str | None:
+    """The composed config of every job of a `-m` sweep asked for with `--cfg job|hydra|all`, as YAML, one
+    block per job headed by its overrides; None when the arguments do not ask for that. Hydra itself refuses
+    `--cfg` together with `--multirun`, so the sweep is expanded here the way its basic sweeper would."""
+    multirun = {"-m", "--multirun"} & set(arguments)
+    part, rest, skip = None, [], False
+    for i, arg in enumerate(arguments):
+        if skip:
+            skip = False
+        elif arg in ("--cfg", "-c") and i + 1 < len(arguments):
+            part, skip = arguments[i + 1], True
+        elif arg.startswith("--cfg="):
+            part = arg.partition("=")[2]
+        elif arg not in multirun:
+            rest.append(arg)
+    if not multirun or part not in ("job", "hydra", "all"):
+        return None
+    from pos_bench.estimate import combinations, compose, configs
+
+    blocks = []
+    with configs():
+        for number, overrides in enumerate(combinations(settable(rest))):
+            cfg = compose(overrides, hydra=part != "job")
+            if part == "hydra":
+                cfg = OmegaConf.masked_copy(cfg, ["hydra"])
+            text = OmegaConf.to_yaml(cfg)
+            blocks.append(f"# job {number}: {' '.join(overrides)}\n{text}")
+    return "\n".join(blocks)
+
+
 if __name__ == "__main__":
     from pos_bench.runner.overrides import empty_path, unknown_top_key
 
@@ -261,5 +291,9 @@ if __name__ == "__main__":
     if problem:
         print(problem, file=sys.stderr)
         raise SystemExit(2)
+    configs_text = sweep_configs(sys.argv[1:])
+    if configs_text is not None:
+        print(configs_text, end="")
+        raise SystemExit(0)
     sys.argv = [sys.argv[0], *settable(sys.argv[1:])]
     main()

@@ -268,3 +268,13 @@ def test_sigterm_stops_like_ctrl_c_with_the_resume_line_and_no_leftovers(tmp_pat
     assert "Traceback" not in err and "run the same command again to resume" in err
     assert "leaked" not in err
     assert not [p.name for p in scratch.iterdir() if p.name.startswith("pos_bench_")]
+
+
+@pytest.mark.parametrize("flags", [["-m", "--cfg", "job"], ["--multirun", "--cfg=job"], ["-m", "-c", "job"]])
+def test_cfg_job_on_a_sweep_prints_every_jobs_composed_config(tmp_path, flags):
+    out = cli(*flags, "method=raw,pos", "bench=toy", "model=scripted", f"results_root={tmp_path}", check=False)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    heads = [line for line in out.stdout.splitlines() if line.startswith("# job ")]
+    assert len(heads) == 2 and heads[0].endswith("method=raw") and heads[1].endswith("method=pos")
+    assert "baselines.raw.RawHistory" in out.stdout and "pos_bench.pos.method.Pos" in out.stdout.split("# job 1")[1]
+    assert not list(tmp_path.rglob("*.jsonl"))  # nothing ran

@@ -57,8 +57,10 @@ def unknown_top_key(arguments: Iterable[str]) -> str | None:
     (`runer.n_jobs=8`, `cach.mode=off`), naming the valid ones; None when every key exists. Hydra would
     otherwise add such a key silently and the setting would never reach the run."""
     for arg in arguments:
+        if arg.startswith("-"):  # Hydra's own flags (-m, --cfg=job, …)
+            continue
         key, sep, _ = arg.lstrip("+~").partition("=")
-        top = key.partition("@")[0].split(".")[0]
+        top = key.partition("@")[0].split(".")[0].split("/")[0]
         if not sep and not arg.startswith("~") or top == "hydra" or top in _top_keys():
             continue
         return f"error: {arg}: no setting {top!r}; the top-level keys are: {', '.join(sorted(_top_keys()))}"
