@@ -14,7 +14,7 @@ class MissingExtra(ImportError):
 
 
 def install_hint(extra: str) -> str:
-    return f"`uv sync --extra {extra}` (or `pip install 'pos_bench[{extra}]'`)"
+    return f"`uv sync --inexact --extra {extra}` (or `pip install 'pos_bench[{extra}]'`)"
 
 
 def require(extra: str, *modules: str, what: str) -> None:

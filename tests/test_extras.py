@@ -11,7 +11,7 @@ def test_a_missing_extra_is_one_sentence_naming_the_extra_and_both_install_comma
     assert (
         "no_such_package_here not installed" in message and "json" not in message.split("(")[1].split(")")[0]
     )
-    assert "uv sync --extra rca" in message and "pip install 'pos_bench[rca]'" in message
+    assert "uv sync --inexact --extra rca" in message and "pip install 'pos_bench[rca]'" in message
 
 
 def test_installed_modules_pass():

@@ -13,7 +13,7 @@ from tests.conftest import REPO
 
 pytest.importorskip(
     "hydra_plugins.hydra_submitit_launcher",
-    reason="the submitit launcher needs the `submitit` extra: uv sync --extra submitit",
+    reason="the submitit launcher needs the `submitit` extra: uv sync --inexact --extra submitit",
 )
 
 

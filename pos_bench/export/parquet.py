@@ -154,7 +154,7 @@ def export(run_dir: Path, out: Path) -> dict[str, Path]:
     except ImportError as missing:
         raise RuntimeError(
             "pos_bench.export needs the Hugging Face `datasets` package: install the extra with "
-            "`uv sync --extra export` (or `pip install pos_bench[export]`)"
+            "`uv sync --inexact --extra export` (or `pip install pos_bench[export]`)"
         ) from missing
 
     run = load_run(run_dir)

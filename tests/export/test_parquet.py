@@ -141,5 +141,5 @@ def test_without_the_inspect_extra_the_export_says_which_extra_to_install(fixtur
         cwd=REPO,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert "needs the `inspect` extra" in done.stderr and "uv sync --extra inspect" in done.stderr
+    assert "needs the `inspect` extra" in done.stderr and "uv sync --inexact --extra inspect" in done.stderr
     assert not (tmp_path / "out").exists()

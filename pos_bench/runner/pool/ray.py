@@ -3,7 +3,7 @@
 Besides the episode workers, the driver starts two small actors pinned to its own node: the endpoint
 budget (one `LocalBudget` for every worker of the run, on every host) and, when the cache is on, the one
 owner of the SQLite file (WAL must never be written from two hosts). Imported only when the backend is
-asked for; `ray` comes with the `ray` extra (`uv sync --extra ray`).
+asked for; `ray` comes with the `ray` extra (`uv sync --inexact --extra ray`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ try:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 except ImportError as missing:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "runner.backend=ray needs the `ray` package: uv sync --extra ray (or pip install 'pos_bench[ray]')"
+        "runner.backend=ray needs the `ray` package: uv sync --inexact --extra ray (or pip install 'pos_bench[ray]')"
     ) from missing
 
 BUDGET_THREADS = 1024

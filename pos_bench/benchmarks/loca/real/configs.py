@@ -122,7 +122,7 @@ def missing_checkout(root: str | Path | None) -> str | None:
     return (
         f"bench=loca needs a LOCA-bench checkout outside this repository: {problem}. Get one with "
         f"`git clone {CLONE_URL} <dir> && git -C <dir> checkout {KNOWN_GOOD_COMMIT}` (the commit this adapter "
-        f"is known to work with), then `pip install 'pos_bench[loca]'` (or `uv sync --extra loca`), install "
+        f"is known to work with), then `pip install 'pos_bench[loca]'` (or `uv sync --inexact --extra loca`), install "
         f"the MCP servers with `bash scripts/loca_setup.sh` (it runs `npm install --prefix "
         f"~/.cache/pos_bench/loca-tools/npm {' '.join(NPM_PACKAGES)}` and installs pdf-tools-mcp), and run "
         f"with `bench.root=<dir>` or `LOCA_BENCH_ROOT=<dir>`."

@@ -56,7 +56,7 @@ def _entry_point_argv(name: str, installed: Installed) -> list[str]:
                 code = f"import sys; from {module} import {head}; sys.exit({attr.strip()}())"
                 return [sys.executable, "-c", code]
     raise ServerSetupError(
-        f"the Python command {name!r} is not installed: run `uv sync --extra loca` (or `pip install "
+        f"the Python command {name!r} is not installed: run `uv sync --inexact --extra loca` (or `pip install "
         f"'pos_bench[loca]'`) and `bash scripts/loca_setup.sh`"
     )
 
