@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import reliability_faults as faults
+import reliability_folders as folders
 import reliability_inputs as inputs
 from reliability_harness import (
     REPO,
@@ -499,6 +500,10 @@ def main() -> int:
             ("big-reply", lambda: inputs.big_reply_check(tmp)),
             ("big-transcript", lambda: inputs.big_transcript_check(tmp)),
             ("replay", lambda: inputs.replay_check(tmp)),
+            ("hostile-folder", lambda: folders.hostile_folder_check(tmp, rng)),
+            ("damaged-files", lambda: folders.damaged_files_check(tmp, rng)),
+            ("rescore-damaged", lambda: folders.rescore_damaged_check(tmp, rng)),
+            ("bad-config", lambda: folders.bad_config_check(tmp, rng)),
         ]
         chosen = set(options.only.split(",")) if options.only else {name for name, _ in campaigns}
         unknown = chosen - {name for name, _ in campaigns}
