@@ -33,7 +33,11 @@ def single_run(folder: Path) -> Path:
     index = folder / "index.json"
     if (folder / "run.json").is_file() or not index.is_file():
         return folder
-    runs = [entry["folder"] for entry in json.loads(index.read_text(encoding="utf-8"))]
+    entries = json.loads(index.read_text(encoding="utf-8"))
+    runs = [entry.get("folder") if isinstance(entry, dict) else None for entry in entries]
+    strays = [r for r in runs if not isinstance(r, str) or Path(r).name != r or r in ("", ".", "..")]
+    if strays:  # a folder from anyone names its runs; it never points outside itself
+        raise ValueError(f"{index}: {strays[0]!r} is not the name of a run folder inside {folder}")
     if len(runs) != 1:
         raise ValueError(
             f"{folder} holds {len(runs)} runs ({', '.join(runs)}); set model.run to one of them, e.g. "

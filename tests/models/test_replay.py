@@ -212,3 +212,12 @@ def test_a_replay_answers_from_the_copy_even_when_a_cache_file_is_missing_entire
     assert rows(replayed) == rows(copy)
     assert calls(replayed) and all(c["cached"] for c in calls(replayed))
     assert {c["reply"] for c in calls(replayed)} == {c["reply"] for c in calls(copy)}
+
+
+@pytest.mark.parametrize("name", ["..", "../../etc", "/etc", "a/b", 7])
+def test_an_index_that_points_outside_its_folder_is_refused(tmp_path, name):
+    from pos_bench.models.replay import single_run
+
+    (tmp_path / "index.json").write_text(json.dumps([{"folder": name}]))
+    with pytest.raises(ValueError, match="is not the name of a run folder"):
+        single_run(tmp_path)
