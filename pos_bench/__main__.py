@@ -25,6 +25,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from pos_bench.redact import escaped
 from pos_bench.types import to_jsonable
 
 if TYPE_CHECKING:
@@ -128,12 +129,12 @@ def main(cfg: DictConfig) -> JobOutcome:
     try:
         outcome = run_command(cfg)
     except refusals() as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
+        print(f"error: {escaped(str(error))}", file=sys.stderr, flush=True)
         if in_sweep:
             return JobOutcome(chosen_labels(), failure=first_line(error), code=2)
         raise SystemExit(2) from None
     except DiskFull as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
+        print(f"error: {escaped(str(error))}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
@@ -144,7 +145,7 @@ def main(cfg: DictConfig) -> JobOutcome:
     except Exception as error:
         if not in_sweep:
             raise
-        print(f"error: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        print(f"error: {type(error).__name__}: {escaped(str(error))}", file=sys.stderr, flush=True)
         return JobOutcome(chosen_labels(), failure=f"{type(error).__name__}: {first_line(error)}", code=1)
     if outcome.code == 1:
         print("error: every episode errored (causes above)", file=sys.stderr, flush=True)
@@ -226,7 +227,7 @@ class SweepTable(Callback):
         for row in rows:
             if row.get("failure"):
                 name = "/".join(str(row["labels"].get(k)) for k in ("bench", "method", "model"))
-                print(f"job #{row['num']} {name} failed: {row['failure']}")
+                print(f"job #{row['num']} {name} failed: {escaped(str(row['failure']))}")
         folders = [row["run_dir"] for row in rows if row.get("run_dir")]
         if config.get("report") and folders:
             write_report(folders, Path(config.report))
@@ -285,12 +286,14 @@ def sweep_configs(arguments: list[str]) -> str | None:
 
 
 if __name__ == "__main__":
+    from pos_bench.redact import ScrubbedStream
     from pos_bench.runner.overrides import empty_path, unknown_top_key
 
     problem = bad_choice(sys.argv[1:]) or unknown_top_key(sys.argv[1:]) or empty_path(sys.argv[1:])
     if problem:
         print(problem, file=sys.stderr)
         raise SystemExit(2)
+    sys.stderr = ScrubbedStream(sys.stderr)  # Hydra prints a failed job's overrides there, base_url included
     configs_text = sweep_configs(sys.argv[1:])
     if configs_text is not None:
         print(configs_text, end="")

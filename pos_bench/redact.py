@@ -206,3 +206,29 @@ def scrub_http_logs() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, UrlScrubber) for f in logger.filters):
             logger.addFilter(UrlScrubber())
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters other than tab and newline (C0, DEL, C1): a terminal would act on them."""
+
+
+def escaped(text: str) -> str:
+    """`text` from outside (a server's error message, a file's content) made safe to print on a terminal:
+    every control character but tab and newline shown as its escape (`\\x1b`), so an escape sequence in a
+    server's reply cannot clear the screen or rewrite what was printed."""
+    return CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
+
+
+class ScrubbedStream:
+    """A text stream (the process's stderr) that scrubs URL credentials from everything written to it: Hydra
+    prints a failed job's command-line overrides (`Error executing job with overrides: […]`) and its traceback
+    there, and a `model.base_url` may carry a password."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        return self.inner.write(scrub_urls(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pos_bench.models.endpoint import RemoteModel, served_revision
+from pos_bench.models.endpoint import MAX_REPLY_BYTES, RemoteModel, served_revision, token_count
 from pos_bench.types import Prompt, Reply, Usage
 
 SAMPLING_API_VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
@@ -46,11 +46,13 @@ class AnthropicModel(RemoteModel):
         max_concurrency: int = 8,
         tokens_per_minute: int | None = None,
         revision: str | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         """
         Args:
             tokens_per_minute: the endpoint's token budget for the whole run (all workers); null: none.
             revision: the weights meant (a dated snapshot, a commit); part of the cache key.
+            max_reply_bytes: the most one reply body may hold (16 MB); past it the call fails, unretried.
             temperature: wanted temperature; sent only when `api_version` accepts sampling parameters.
             api_version: the `anthropic-version` header; `None` keeps the SDK's (which refuses sampling).
             structured: pass a prompt's schema as a forced tool; `False` relies on the prompt alone.
@@ -64,6 +66,7 @@ class AnthropicModel(RemoteModel):
             max_tokens=max_tokens,
             tokens_per_minute=tokens_per_minute,
             revision=revision,
+            max_reply_bytes=max_reply_bytes,
         )
         self.temperature = temperature
         self.api_version = api_version
@@ -130,11 +133,11 @@ class AnthropicModel(RemoteModel):
     @staticmethod
     def usage(usage: Any) -> Usage:
         """Prompt-cache reads and writes are input tokens too (the API reports them apart)."""
-        read = usage.cache_read_input_tokens or 0
-        written = usage.cache_creation_input_tokens or 0
+        read = token_count(usage.cache_read_input_tokens, "usage.cache_read_input_tokens")
+        written = token_count(usage.cache_creation_input_tokens, "usage.cache_creation_input_tokens")
         return Usage(
-            usage.input_tokens + read + written,
-            usage.output_tokens,
+            token_count(usage.input_tokens, "usage.input_tokens") + read + written,
+            token_count(usage.output_tokens, "usage.output_tokens"),
             1,
             cached_input_tokens=read,
             cache_write_tokens=written,

@@ -326,8 +326,8 @@ class ResponseStore:
             reply.usage.output_tokens,
             reply.usage.calls,
             time.time(),
-            reply.served,
-            reply.refused,
+            None if reply.served is None else self.redact(reply.served),  # a server may echo anything here
+            None if reply.refused is None else self.redact(reply.refused),
             reply.usage.cached_input_tokens,
             reply.usage.cache_write_tokens,
         )

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import importlib
 import json
+import math
 import os
 import ssl
 import threading
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.deadline import deadline
 from pos_bench.models.retry import RequestRefused, TransientError, parse_retry_after
-from pos_bench.redact import is_variable_name, scrub_http_logs
+from pos_bench.redact import escaped, is_variable_name, scrub_http_logs
 from pos_bench.types import Prompt, Reply
 
 
@@ -115,6 +116,40 @@ def read_api_key(variable: str | None, provider: str, model: str) -> str:
     return key
 
 
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""The default bound on one reply body (`model.max_reply_bytes`): far above any real completion or model list."""
+
+
+def token_count(value: Any, name: str) -> int:
+    """A token count of a server's `usage`, as a whole number ≥ 0 (absent: 0). Anything else (negative,
+    fractional, non-finite, not a number) makes the response malformed (`ValueError`), never a count that would
+    reach the tables."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"malformed usage: {name} is {value!r}, not a count of tokens")
+    return value
+
+
+class ReplyRefused(RuntimeError):
+    """A reply broke a bound that holds for every call: a redirect to another origin, or a body past
+    `model.max_reply_bytes`. The same server would do it again, so it is not retried; the episode is an error."""
+
+
+def broken_bound(error: BaseException) -> BaseException | None:
+    """The transport's `CrossOriginRedirect` or `ReplyTooLarge` that `error` was raised from, if any."""
+    from pos_bench.models.transport import CrossOriginRedirect, ReplyTooLarge
+
+    seen: BaseException | None = error
+    for _ in range(10):
+        if seen is None or isinstance(seen, CrossOriginRedirect | ReplyTooLarge):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class RemoteModel:
     """Base of the providers that call an HTTP API through an official SDK.
 
@@ -144,7 +179,12 @@ class RemoteModel:
         max_tokens: int,
         tokens_per_minute: int | None = None,
         revision: str | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
+        if not 0 < timeout < math.inf:
+            raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
+        if max_reply_bytes < 1024:
+            raise ValueError(f"model.max_reply_bytes must be ≥ 1024 bytes, got {max_reply_bytes}")
         if timeout <= 0:
             raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
         if max_concurrency < 1:
@@ -162,6 +202,7 @@ class RemoteModel:
         self.max_tokens = max_tokens
         self.tokens_per_minute = tokens_per_minute
         self.revision = revision
+        self.max_reply_bytes = max_reply_bytes
 
     def client_options(self) -> Mapping[str, Any]:
         """Further arguments of the SDK client (headers…)."""
@@ -202,7 +243,7 @@ class RemoteModel:
 
     def client_settings(self) -> tuple[Any, ...]:
         """What distinguishes one SDK client from another; equal settings share a client."""
-        return (self.provider, self.base_url, self.api_key_env, self.timeout)
+        return (self.provider, self.base_url, self.api_key_env, self.timeout, self.max_reply_bytes)
 
     def _entry(self) -> ClientEntry:
         """The SDK module and this thread's client for the endpoint, built at the thread's first call."""
@@ -221,7 +262,8 @@ class RemoteModel:
 
             scrub_http_logs()  # their INFO request lines carry the URL, which may carry credentials
 
-            http_client = module.DefaultHttpxClient(transport=DeadlineTransport(tls_for(self.base_url)))
+            transport = DeadlineTransport(tls_for(self.base_url), self.max_reply_bytes)
+            http_client = module.DefaultHttpxClient(transport=transport)
             clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
         return clients[settings]
 
@@ -247,9 +289,17 @@ class RemoteModel:
                 raise RequestRefused(self.explain(error)) from error
             raise RuntimeError(self.explain(error)) from error
         except module.APIConnectionError as error:
+            bound = broken_bound(error)
+            if bound is not None:
+                raise ReplyRefused(f"{self.provider}: {escaped(str(bound))}") from error
             raise TransientError(f"{self.provider} connection failed: {error}") from error
         except (json.JSONDecodeError, ValueError) as error:
             raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
+        except Exception as error:
+            bound = broken_bound(error)  # the SDK may pass the transport's refusal on as it is
+            if bound is None:
+                raise
+            raise ReplyRefused(f"{self.provider}: {escaped(str(bound))}") from error
 
     def explain(self, error: Any) -> str:
         """A permanent HTTP failure, with the usual fix for the common statuses."""

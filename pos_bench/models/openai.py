@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pos_bench.models.endpoint import RemoteModel, served_revision
+from pos_bench.models.endpoint import MAX_REPLY_BYTES, RemoteModel, served_revision, token_count
 from pos_bench.types import Prompt, Reply, Usage
 
 ResponseMode = Literal["json_schema", "json_object", "none"]
@@ -39,11 +39,13 @@ class OpenAIModel(RemoteModel):
         max_concurrency: int = 8,
         tokens_per_minute: int | None = None,
         revision: str | None = None,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ):
         """
         Args:
             tokens_per_minute: the endpoint's token budget for the whole run (all workers); null: none.
             revision: the weights meant (a dated snapshot, a commit); part of the cache key.
+            max_reply_bytes: the most one reply body may hold (16 MB); past it the call fails, unretried.
             temperature: sent as is; `None` leaves it to the server (reasoning models refuse it).
             response_mode: how a prompt's schema is sent; `none` sends no `response_format` at all.
             strict_schema: OpenAI's strict structured outputs, which need every property required and
@@ -61,6 +63,7 @@ class OpenAIModel(RemoteModel):
             max_tokens=max_tokens,
             tokens_per_minute=tokens_per_minute,
             revision=revision,
+            max_reply_bytes=max_reply_bytes,
         )
         if response_mode not in ("json_schema", "json_object", "none"):
             raise ValueError(
@@ -128,10 +131,12 @@ def completion_reply(completion: Any) -> Reply:
     return Reply(
         text=text,
         usage=Usage(
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
+            token_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+            token_count(usage.get("completion_tokens"), "usage.completion_tokens"),
             1,
-            cached_input_tokens=int(details.get("cached_tokens") or 0),
+            cached_input_tokens=token_count(
+                details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
+            ),
         ),
         served=served_revision(completion.get("model"), completion.get("system_fingerprint")),
     )

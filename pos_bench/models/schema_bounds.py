@@ -36,7 +36,11 @@ def _bound_number(node: dict[str, Any], types: set[Any]) -> None:
 
 
 def _free_string(node: Any) -> bool:
-    return isinstance(node, dict) and node.get("type") == "string" and not {"enum", "const", "pattern"} & set(node)
+    return (
+        isinstance(node, dict)
+        and node.get("type") == "string"
+        and not {"enum", "const", "pattern"} & set(node)
+    )
 
 
 def identifier_pattern(max_chars: int) -> str:
@@ -101,7 +105,9 @@ def bounded_schema(
     """
     lists = dict(lists or {})
     if max_chars < 1 or max_items < 1 or any(cap < 1 for cap in lists.values()):
-        raise ValueError(f"max_chars, max_items and list caps must be ≥ 1, got {max_chars}, {max_items}, {lists}")
+        raise ValueError(
+            f"max_chars, max_items and list caps must be ≥ 1, got {max_chars}, {max_items}, {lists}"
+        )
     out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items, lists)
     out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
     return out

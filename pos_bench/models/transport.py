@@ -5,6 +5,13 @@ and each read of the headers and body are bounded, and a server that drip-feeds 
 It is what `httpx.HTTPTransport` does, on an httpcore connection pool whose network backend is wrapped
 (`network_backend` is httpcore's public hook for this). The SDKs use the `httpx2` fork of httpx, imported
 here only, when the first remote client is built.
+
+Two more bounds hold for every request that goes through it (the SDKs' chat calls and the pre-flight check):
+- a redirect to another origin (scheme, host or port) is refused before anything is sent there
+  (`CrossOriginRedirect`): the key and the prompt only ever reach the configured origin; a redirect within it
+  is followed by the client as usual;
+- a reply body larger than `max_reply_bytes` is cut off with `ReplyTooLarge` as soon as it passes the bound, so a
+  reply that never ends costs at most that much memory.
 """
 
 from __future__ import annotations
@@ -17,6 +24,22 @@ import httpcore2
 import httpx2
 
 from pos_bench.models.deadline import bounded
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class CrossOriginRedirect(Exception):
+    """The server redirected a request to another origin; nothing was sent there."""
+
+
+class ReplyTooLarge(Exception):
+    """A reply body passed `max_reply_bytes`; the rest was not read."""
+
+
+def origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    """Scheme, host and port (the default one for the scheme when none is given)."""
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, port
 
 
 class _Stream(httpcore2.NetworkStream):
@@ -78,15 +101,25 @@ def httpx_errors(request: httpx2.Request) -> Iterator[None]:
 
 
 class _Body(httpx2.SyncByteStream):
-    """A response body read from the pool (its stream releases the connection on `close`)."""
+    """A response body read from the pool (its stream releases the connection on `close`), at most `limit`
+    bytes of it."""
 
-    def __init__(self, request: httpx2.Request, stream: Any):
+    def __init__(self, request: httpx2.Request, stream: Any, limit: int):
         self.request = request
         self.stream = stream
+        self.limit = limit
 
     def __iter__(self) -> Iterator[bytes]:
+        read = 0
         with httpx_errors(self.request):
-            yield from self.stream
+            for chunk in self.stream:
+                read += len(chunk)
+                if read > self.limit:
+                    raise ReplyTooLarge(
+                        f"the reply from {self.request.url.copy_with(query=None)} passed {self.limit:,} bytes "
+                        "(model.max_reply_bytes); the rest was not read"
+                    )
+                yield chunk
 
     def close(self) -> None:
         self.stream.close()
@@ -95,8 +128,9 @@ class _Body(httpx2.SyncByteStream):
 class DeadlineTransport(httpx2.BaseTransport):
     """A direct connection (no proxy) on the deadline-bounded backend; `ssl_context` verifies https."""
 
-    def __init__(self, ssl_context: Any):
+    def __init__(self, ssl_context: Any, max_reply_bytes: int):
         self.pool = httpcore2.ConnectionPool(ssl_context=ssl_context, network_backend=_Backend())
+        self.max_reply_bytes = max_reply_bytes
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         core = httpcore2.Request(
@@ -113,12 +147,22 @@ class DeadlineTransport(httpx2.BaseTransport):
         )
         with httpx_errors(request):
             response = self.pool.handle_request(core)
-        return httpx2.Response(
+        reply = httpx2.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(request, response.stream),
+            stream=_Body(request, response.stream, self.max_reply_bytes),
             extensions=response.extensions,
         )
+        if response.status in REDIRECTS and "location" in reply.headers:
+            target = request.url.join(reply.headers["location"])
+            if origin(target) != origin(request.url):
+                response.stream.close()
+                raise CrossOriginRedirect(
+                    f"{request.url.copy_with(query=None, username=None, password=None)} redirected to another "
+                    f"origin, {target.copy_with(query=None, username=None, password=None)}: not followed, "
+                    "nothing (no key, no prompt) was sent there; point base_url at the server itself"
+                )
+        return reply
 
     def close(self) -> None:
         self.pool.close()

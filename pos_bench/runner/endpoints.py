@@ -5,18 +5,24 @@ once (exit 2, one line naming role, URL, model and cause) instead of failing eve
 A node is checked when it has a `base_url` (or is an OpenAI / Anthropic client with its public default) and a
 `model`; local, scripted and replay models have neither and are skipped. `runner.check_endpoints=false` turns
 the check off (an endpoint without a models route, or one not up yet).
+
+The check goes through the providers' own transport (`models/transport.py`), so it holds the same bounds as
+every chat call: `TIMEOUT` for the whole check (connect to last byte, not per read), the node's
+`max_reply_bytes` for the reply, and no redirect to another origin (the key is never sent there).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from pos_bench.models.deadline import deadline
+from pos_bench.models.endpoint import MAX_REPLY_BYTES, broken_bound, tls_for
+from pos_bench.redact import escaped
 
 TIMEOUT = 5.0
 """Seconds per check; a listing of models answers in milliseconds on a live server."""
@@ -31,6 +37,7 @@ class Endpoint:
     protocol: str
     """`openai` or `anthropic`: how to list the models and send the key."""
     api_key_env: str | None
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
 
 def shown(url: str) -> str:
@@ -55,7 +62,10 @@ def endpoints(cfg: Mapping[str, Any]) -> list[Endpoint]:
             continue
         url = str(node.get("base_url") or DEFAULT_URLS[protocol]).rstrip("/")
         key = (role, url, str(node["model"]))
-        found.setdefault(key, Endpoint(role, url, str(node["model"]), protocol, node.get("api_key_env")))
+        limit = int(node.get("max_reply_bytes") or MAX_REPLY_BYTES)
+        found.setdefault(
+            key, Endpoint(role, url, str(node["model"]), protocol, node.get("api_key_env"), limit)
+        )
     return list(found.values())
 
 
@@ -70,21 +80,42 @@ def problem(endpoint: Endpoint, timeout: float = TIMEOUT) -> str | None:
         headers["Authorization"] = f"Bearer {key}"
     where = f"role {endpoint.role}: {shown(endpoint.url)} (model {endpoint.model})"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as reply:
-            body = json.loads(reply.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        if error.code in (401, 403):
-            return f"{where}: the key was refused (HTTP {error.code}; check ${endpoint.api_key_env})"
+        status, body = fetch(url, headers, endpoint.max_reply_bytes, timeout)
+    except Exception as error:  # noqa: BLE001 - every way the check can fail is this endpoint's problem
+        bound = broken_bound(error)
+        if bound is not None:
+            return f"{where}: {escaped(str(bound))}"
+        return f"{where}: unreachable ({escaped(type(error).__name__ + ': ' + str(error))[:300]})"
+    if status in (401, 403):
+        return f"{where}: the key was refused (HTTP {status}; check ${endpoint.api_key_env})"
+    if status >= 300:
         return None  # a server without a models route (404, 405…) may still serve completions
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        cause = getattr(error, "reason", error)
-        return f"{where}: unreachable ({cause})"
-    except ValueError:
-        return None
-    served = [str(m.get("id")) for m in body.get("data", []) if isinstance(m, Mapping)]
+    try:
+        listing = json.loads(body or b"{}")
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, nested too deep
+        return f"{where}: the models listing is not JSON ({type(error).__name__}); is base_url the API's?"
+    data = listing.get("data", []) if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return f"{where}: the models listing is not an object with a `data` list; is base_url the API's?"
+    served = [escaped(str(m.get("id")))[:200] for m in data if isinstance(m, Mapping)]
     if served and endpoint.model not in served:
         return f"{where}: the server does not serve {endpoint.model}; it serves {', '.join(served[:10])}"
     return None
+
+
+def fetch(url: str, headers: Mapping[str, str], max_bytes: int, timeout: float) -> tuple[int, bytes]:
+    """GET `url` within `timeout` seconds in all, at most `max_bytes` of reply, redirects kept to its origin."""
+    import httpx2
+
+    from pos_bench.models.transport import DeadlineTransport
+
+    transport = DeadlineTransport(tls_for(url), max_bytes)
+    with (
+        deadline(timeout),
+        httpx2.Client(transport=transport, follow_redirects=True, timeout=timeout, trust_env=False) as client,
+    ):
+        response = client.get(url, headers=dict(headers))
+        return response.status_code, response.content
 
 
 def endpoint_problems(cfg: Mapping[str, Any], timeout: float = TIMEOUT) -> Iterable[str]:

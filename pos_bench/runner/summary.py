@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pos_bench.redact import NO_SECRETS, Redactor
+from pos_bench.redact import NO_SECRETS, Redactor, escaped
 from pos_bench.transcript import POLICY_ROLE, find_episode, write_result
 from pos_bench.types import EpisodeResult, Ledger, Usage, to_jsonable
 
@@ -263,7 +263,7 @@ def format_errors(summary: Summary, run_dir: Path, *, top: int = 3) -> str:
         return "\n".join(lines)
     lines.append(f"{summary.errors} of {summary.episodes} episodes errored; most common causes:")
     for cause in summary.error_causes[:top]:
-        lines.append(f"  {cause.count}x {cause.cause}")
+        lines.append(f"  {cause.count}x {escaped(cause.cause)}")
     first = summary.error_causes[0]
     lines.append(f"  example transcript: {find_episode(run_dir, first.example) / 'events.jsonl'}")
     return "\n".join(lines)
