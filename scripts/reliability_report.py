@@ -30,6 +30,7 @@ from typing import Any
 import reliability_faults as faults
 import reliability_folders as folders
 import reliability_inputs as inputs
+import reliability_network as network
 from reliability_harness import (
     REPO,
     SHARED,
@@ -504,6 +505,10 @@ def main() -> int:
             ("damaged-files", lambda: folders.damaged_files_check(tmp, rng)),
             ("rescore-damaged", lambda: folders.rescore_damaged_check(tmp, rng)),
             ("bad-config", lambda: folders.bad_config_check(tmp, rng)),
+            ("redirects", lambda: network.redirect_check(tmp, rng)),
+            ("endless-reply", lambda: network.endless_reply_check(tmp, rng)),
+            ("bad-usage", lambda: network.usage_check(tmp, rng)),
+            ("echoed-name", lambda: network.echoed_name_check(tmp, rng)),
         ]
         chosen = set(options.only.split(",")) if options.only else {name for name, _ in campaigns}
         unknown = chosen - {name for name, _ in campaigns}

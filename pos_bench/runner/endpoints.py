@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pos_bench.models.deadline import deadline
 from pos_bench.models.endpoint import MAX_REPLY_BYTES, broken_bound, tls_for
-from pos_bench.redact import escaped
+from pos_bench.redact import escaped, scrub_http_logs
 
 TIMEOUT = 5.0
 """Seconds per check; a listing of models answers in milliseconds on a live server."""
@@ -109,6 +109,7 @@ def fetch(url: str, headers: Mapping[str, str], max_bytes: int, timeout: float) 
 
     from pos_bench.models.transport import DeadlineTransport
 
+    scrub_http_logs()  # httpx logs each request's URL, which may carry credentials
     transport = DeadlineTransport(tls_for(url), max_bytes)
     with (
         deadline(timeout),
