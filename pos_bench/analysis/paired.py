@@ -37,7 +37,7 @@ def strongest_baseline(group: Sequence[Run]) -> Run | None:
 
 def comparisons(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
-    floors = {id(run): summarize_trials(run).noise_floor for run in runs}
+    floors = {id(run): summarize_trials(run).mean_noise_floor for run in runs}
     groups: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         groups.setdefault((run.bench, run.model), []).append(run)

@@ -136,3 +136,14 @@ def minimum_detectable_effect(
     start = 2 * math.asin(math.sqrt(min(max(baseline, 0.0), 1.0)))
     target = min(start + h, math.pi)
     return math.sin(target / 2) ** 2 - math.sin(start / 2) ** 2
+
+
+def detection_power(n: int, baseline: float, difference: float, *, alpha: float = ALPHA) -> float:
+    """The power the test behind `minimum_detectable_effect` has to detect `difference` over a `baseline` rate
+    with n tasks per arm (two-sided, Cohen's h): its inverse, for checking detections against it. NaN when
+    n < 2."""
+    if n < 2:
+        return float("nan")
+    start = 2 * math.asin(math.sqrt(min(max(baseline, 0.0), 1.0)))
+    target = 2 * math.asin(math.sqrt(min(max(baseline + difference, 0.0), 1.0)))
+    return float(NormalIndPower().power(effect_size=abs(target - start), nobs1=n, alpha=alpha, ratio=1.0))

@@ -82,3 +82,15 @@ def test_the_report_shows_each_tasks_trial_strip_and_the_noise_floor(tmp_path):
     page = render([tmp_path], with_figures=False)
     assert "✓✗✓✓" in page and "✗✗✗✗" in page
     assert "noise floor pts" in page and "pass^4 %" in page
+
+
+def test_a_comparison_of_k_trial_means_clears_the_single_trial_floor_over_root_k(tmp_path):
+    # The comparison reads pass@1 over all K trials, which moves √K times less than one trial does; gating it by
+    # the single-trial floor called a real 16-point gain a gain half as often with 3 trials as with one.
+    run = load_run(write_run(tmp_path, "raw", "m", noisy(0.5, 5)))
+    s = summarize_trials(run)
+    assert s.mean_noise_floor == pytest.approx(s.noise_floor / K**0.5)
+    write_run(tmp_path, "pos", "m", noisy(0.5, 6))
+    paired = collect([tmp_path], None).paired.set_index(["model", "method"]).loc[("m", "pos")]
+    floors = [summarize_trials(load_run(tmp_path / "coin" / m / "m")).mean_noise_floor for m in ("raw", "pos")]
+    assert paired["noise floor pts"] == pytest.approx(100 * max(floors))
