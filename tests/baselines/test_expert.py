@@ -1,5 +1,7 @@
 """The expert as an agent of known skill: slips and stuck stretches drawn per (task, trial), reproducibly."""
 
+import itertools
+
 import pytest
 
 from baselines.expert import Expert
@@ -35,7 +37,7 @@ def test_slips_are_legal_actions_at_about_their_rate_and_reproducible_per_task_a
 def test_a_stuck_stretch_repeats_the_last_action_its_number_of_times():
     taken = actions_taken(Expert(slip=0.5, repeat=0.2, repeat_times=4), Task("t"), turns=400)
     runs, current = [], 1
-    for before, after in zip(taken, taken[1:]):
+    for before, after in itertools.pairwise(taken):
         current = current + 1 if after == before else 1
         runs.append(current)
     assert max(runs) >= 5  # the repeated action plus four repeats
