@@ -119,6 +119,8 @@ class Compaction(Event):
     turn: int = 0
     strategy: str = ""
     """The strategy configured (inspect's class name, e.g. `CompactionAuto`)."""
+    type: str = "summary"
+    """inspect's compaction type: summary, edit or trim."""
     applied: str = ""
     """The strategy that produced the compacted input (differs from `strategy` when one delegates)."""
     fallback_reason: str | None = None

@@ -134,6 +134,7 @@ class Compaction(MethodBase):
         self.pending.append(
             events.Compaction(
                 strategy=self.strategy_name,
+                type=self.strategy.type,
                 applied=outcome.applied,
                 fallback_reason=f"kept playing past inspect's error: {error}",
                 tokens_before=self.count(before),
@@ -153,6 +154,7 @@ class Compaction(MethodBase):
         meta = logged.metadata or {}
         return events.Compaction(
             strategy=self.strategy_name,
+            type=logged.type,
             applied=str(meta.get("strategy_applied", self.strategy_name)),
             fallback_reason=meta.get("fallback_reason"),
             trigger=str(meta.get("trigger", "threshold")),

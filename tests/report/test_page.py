@@ -122,3 +122,18 @@ def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in
     assert strings.items[rows[0][2]] == "mug 1 · exists = true"
     assert strings.items[rows[1][2]] == "desk 4 · exists = true (truth: no such entity)"
     assert strings.items[rows[2][2]] == ""
+
+
+def test_a_compaction_opens_its_turn_with_its_tokens_and_summary(tmp_path):
+    from pos_bench.runner import run
+    from tests.baselines.compaction.test_method import SCHEMA_REPLY, config
+
+    folder = tmp_path / "toy" / "compaction" / "scripted"
+    overrides = ("bench=toy", "method=compaction", "model=scripted", SCHEMA_REPLY, "bench.limit=1")
+    run(config(*overrides, "cache.mode=off", "runner.progress=false"), folder, {"label": "test"})
+    data = embedded(render([tmp_path], spec=None, with_figures=False))
+    turns = data["runs"][0]["episodes"][0]["turns"]
+    opened = [t for t in turns if any(note[0] == "compaction" for note in t["notes"])]
+    assert opened and all(t["calls"][0]["role"] == "compactor" or t["calls"][0]["role"] == "agent" for t in opened)
+    text = data["strings"][next(n[1] for n in opened[0]["notes"] if n[0] == "compaction")]
+    assert "CompactionSummary" in text and "tokens" in text and "summary:" in text
