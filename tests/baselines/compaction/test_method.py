@@ -220,3 +220,46 @@ def test_a_fractional_threshold_needs_a_context_window():
     assert method.config.threshold_tokens(None) == 4000
     with pytest.raises(ValueError, match="context_window"):
         Compaction(ScriptedModel(), threshold=0.5).config.threshold_tokens(None)
+
+
+def test_the_memory_tool_is_a_meta_action_with_inspects_warning_before_compaction():
+    """compaction_memory on the toy household: the agent saves a note and reads it back through inspect's
+    memory tool (no environment step), and inspect's handler warns it before the conversation is compacted."""
+    from inspect_ai.model._compaction.memory import memory_warning_message
+
+    scripted = [
+        '{"thought": "save", "action": "memory create /memories/plan.md the key is in drawer 2"}',
+        '{"thought": "read", "action": "memory view /memories/plan.md"}',
+    ]
+
+    def reply(prompt: Prompt, index: int) -> str:
+        return scripted[index] if index < len(scripted) else schema_reply(prompt)
+
+    cfg = config("bench=toy", "method=compaction_memory", "bench.n_tasks=1", "method.threshold=1200")
+    benchmark = instantiate(cfg["bench"], _convert_="all")
+    task = benchmark.tasks()[0]
+    log = Transcript()
+    model = ScriptedModel(replies={"agent": reply}, default=schema_reply)
+    recorded = Recorded(model, log)
+    env = benchmark.make_env(recorded)
+    with instantiate(cfg["method"], _convert_="all")(model=recorded) as method:
+        result = play(task, env, method, recorded, brief=benchmark.brief, max_turns=20, log=log)
+        report = method.report()
+    assert result.meta_actions == 2 and result.steps == 20
+    saved, read = (m["record"]["memory_tool"] for m in log.of_kind("memory"))
+    assert saved["arguments"] == {
+        "command": "create",
+        "path": "/memories/plan.md",
+        "file_text": "the key is in drawer 2",
+    }
+    assert "the key is in drawer 2" in read["result"]
+    third = [p for role, p in model.prompts if role == "agent"][2]
+    assert "Observation (memory)" in third.messages[-2].content and "memory" in third.meta_actions
+    summarised = next(p for role, p in model.prompts if role == "compactor").messages[-1].content
+    assert "files you saved to memory" in summarised  # inspect saw the memory calls as its own tool's
+    warning = memory_warning_message().text
+    warned = [p for role, p in model.prompts if role == "agent" and any(warning in m.content for m in p.messages)]
+    assert report["memory_warnings"] >= 1 and warned and log.of_kind("compaction")
+    first_warned = model.prompts.index(("agent", warned[0]))
+    first_compaction = next(i for i, (role, _) in enumerate(model.prompts) if role == "compactor")
+    assert first_warned < first_compaction
