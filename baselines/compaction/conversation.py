@@ -14,12 +14,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+)
 from inspect_ai.tool import Tool, ToolCall, ToolDef, ToolError, memory
 
 from pos_bench.models.inspect_bridge import command_call
 from pos_bench.prompting import example_section, render_actions
-from pos_bench.types import Action, Brief, Observation, ToolCall as PosToolCall
+from pos_bench.types import Action, Brief, Observation
+from pos_bench.types import ToolCall as PosToolCall
 
 MEMORY = "memory"
 """The meta-action's name: inspect's memory tool keeps its own name."""

@@ -196,7 +196,9 @@ class Compaction(MethodBase):
         if self.memory is None or action is None:
             return None
         arguments = memory_arguments(action)
-        result = arguments if isinstance(arguments, str) else self.loop.run(call_memory(self.memory, arguments))
+        result = (
+            arguments if isinstance(arguments, str) else self.loop.run(call_memory(self.memory, arguments))
+        )
         called = ToolCall(MEMORY, arguments if isinstance(arguments, dict) else {})
         self.conversation += turn(step.decision.thought, called, result, index)
         self.counts["memory_calls"] += 1

@@ -35,8 +35,9 @@ class CompactionConfig:
     threshold: int | float = 1536
     """When to compact: tokens of the conversation (an int > 1), or a fraction (≤ 1.0) of `context_window`."""
     context_window: int | None = None
-    """The policy model's context window, for a fractional threshold; None asks the model (the embedded model
-    knows it) and fails when it cannot say."""
+    """The policy model's context window, for a fractional threshold. None takes the window of a model that
+    states one (`ContextLimited`, when the method is handed it directly; the runner's recording wrapper does
+    not state it), else a fractional threshold is refused."""
     memory_tool: bool = False
     """Offer inspect's `memory` tool as a meta-action (method `compaction_memory`)."""
     memory_warning: bool = True

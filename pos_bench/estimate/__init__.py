@@ -312,7 +312,9 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
         picked = choices_of(cfg)
         settings = method_settings(combo)
         if settings:
-            picked["method"] += "@" + ",".join(f"{k}={v}" if k != "strategy" else v for k, v in settings.items())
+            picked["method"] += "@" + ",".join(
+                f"{k}={v}" if k != "strategy" else v for k, v in settings.items()
+            )
         bench_key = json.dumps(OmegaConf.to_container(cfg.bench, resolve=True), sort_keys=True, default=str)
         if bench_key not in counts:
             counts[bench_key] = count_episodes(cfg.bench, picked["bench"])

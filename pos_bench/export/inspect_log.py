@@ -186,7 +186,9 @@ def _compaction_event(e: events.Compaction, **common: Any):
         "messages_before": e.messages_before,
         "messages_after": e.messages_after,
     }
-    meta |= {k: v for k, v in (("fallback_reason", e.fallback_reason), ("summary", e.summary)) if v is not None}
+    meta |= {
+        k: v for k, v in (("fallback_reason", e.fallback_reason), ("summary", e.summary)) if v is not None
+    }
     return CompactionEvent(
         type=e.type if e.type in ("summary", "edit", "trim") else "summary",
         role=POLICY_ROLE,

@@ -16,7 +16,7 @@ import asyncio
 import contextvars
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from inspect_ai.log._transcript import Transcript as InspectTranscript
 from inspect_ai.log._transcript import init_transcript
@@ -140,9 +140,9 @@ class PosModelAPI(ModelAPI):
         model: PosModel,
         role: str,
         count_text: Callable[[str], int],
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig | None = None,
     ):
-        super().__init__(model_name=model_name, config=config)
+        super().__init__(model_name=model_name, config=config or GenerateConfig())
         self.pos_model = model
         self.role = role
         self.count_text = count_text
@@ -201,7 +201,7 @@ class Coroutines:
             self._runner.close()
             self._runner = None
 
-    def __enter__(self) -> Coroutines:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -153,9 +153,11 @@ class Timeline:
             self.close_turn()
         applied = event.applied if event.applied != event.strategy else ""
         lines = [
-            f"{event.strategy}{' → ' + applied if applied else ''} ({event.trigger}): "
-            f"{event.tokens_before:,} → {event.tokens_after:,} tokens, "
-            f"{event.messages_before} → {event.messages_after} messages"
+            (
+                f"{event.strategy}{' → ' + applied if applied else ''} ({event.trigger}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens, "
+                f"{event.messages_before} → {event.messages_after} messages"
+            )
         ]
         if event.fallback_reason:
             lines.append(f"fallback: {event.fallback_reason}")

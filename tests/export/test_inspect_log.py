@@ -130,8 +130,8 @@ def test_a_pos_alfworld_smoke_run_reads_back(shared, tmp_path, monkeypatch):
 def test_a_compaction_run_exports_each_compaction_as_inspects_own_event(tmp_path):
     from inspect_ai.event import CompactionEvent
 
-    from tests.baselines.compaction.test_method import SCHEMA_REPLY, config
     from pos_bench.runner import run
+    from tests.baselines.compaction.test_method import SCHEMA_REPLY, config
 
     folder = tmp_path / "toy" / "compaction" / "scripted"
     overrides = ("bench=toy", "method=compaction", "model=scripted", SCHEMA_REPLY, "bench.limit=1")

@@ -62,7 +62,9 @@ def is_repair(prompt: Prompt) -> bool:
     """A prompt extended with a failed reply and the loop's repair request (not a policy turn). Methods that
     keep a conversation (compaction) send several messages every turn, so the request's words tell it."""
     last = prompt.messages[-1]
-    return last.role == "user" and last.content.startswith(REPAIRS) and prompt.messages[-2].role == "assistant"
+    return (
+        last.role == "user" and last.content.startswith(REPAIRS) and prompt.messages[-2].role == "assistant"
+    )
 
 
 def stable_end(user: str, example: str) -> int:

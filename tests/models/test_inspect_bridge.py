@@ -62,7 +62,10 @@ def test_an_inspect_call_is_a_pos_bench_call_of_its_role():
     assert output.completion == "short summary" and counted == 3
     (call,) = log.of_kind("call")
     assert call["role"] == "compactor" and call["prompt"]["max_tokens"] == 64
-    assert model.usage["compactor"].calls == 1 and output.usage.output_tokens == model.usage["compactor"].output_tokens
+    assert (
+        model.usage["compactor"].calls == 1
+        and output.usage.output_tokens == model.usage["compactor"].output_tokens
+    )
 
 
 def test_one_loop_per_episode_and_each_episode_has_its_own_inspect_store():

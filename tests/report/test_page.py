@@ -134,6 +134,8 @@ def test_a_compaction_opens_its_turn_with_its_tokens_and_summary(tmp_path):
     data = embedded(render([tmp_path], spec=None, with_figures=False))
     turns = data["runs"][0]["episodes"][0]["turns"]
     opened = [t for t in turns if any(note[0] == "compaction" for note in t["notes"])]
-    assert opened and all(t["calls"][0]["role"] == "compactor" or t["calls"][0]["role"] == "agent" for t in opened)
+    assert opened and all(
+        t["calls"][0]["role"] == "compactor" or t["calls"][0]["role"] == "agent" for t in opened
+    )
     text = data["strings"][next(n[1] for n in opened[0]["notes"] if n[0] == "compaction")]
     assert "CompactionSummary" in text and "tokens" in text and "summary:" in text

@@ -20,7 +20,12 @@ from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Prompt, Reply, Usage
 from tests.conftest import REPO
 
-STRATEGIES = [("compaction", "summary"), ("compaction", "edit"), ("compaction", "trim"), ("compaction", "auto")]
+STRATEGIES = [
+    ("compaction", "summary"),
+    ("compaction", "edit"),
+    ("compaction", "trim"),
+    ("compaction", "auto"),
+]
 PLAYED = [*STRATEGIES, ("compaction_memory", "summary")]
 BENCHES = ["alfworld", "clindiag", "rca_synthetic", "loca_mini"]
 SCHEMA_REPLY = "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}"
@@ -144,7 +149,9 @@ def test_the_policy_sees_exactly_what_inspects_strategy_returns(strategy):
             return prompt
 
     overrides, options = DIRECT[strategy]
-    cfg = config("bench=toy", "method=compaction", f"method.strategy={strategy}", "bench.n_tasks=1", *overrides)
+    cfg = config(
+        "bench=toy", "method=compaction", f"method.strategy={strategy}", "bench.n_tasks=1", *overrides
+    )
     benchmark = instantiate(cfg["bench"], _convert_="all")
     task = benchmark.tasks()[0]
     recorded = Recorded(model, log)
@@ -156,7 +163,9 @@ def test_the_policy_sees_exactly_what_inspects_strategy_returns(strategy):
     before, prompt = captured[0]
     classes = {"summary": CompactionSummary, "edit": CompactionEdit, "trim": CompactionTrim}
     direct = classes[strategy](threshold=method.config.threshold, **options)
-    target = inspect_model(ScriptedModel(default=schema_reply), role="compactor", count_text=method.tokens.count)
+    target = inspect_model(
+        ScriptedModel(default=schema_reply), role="compactor", count_text=method.tokens.count
+    )
     with Coroutines() as loop:
         compacted, _ = loop.run(direct.compact(target, before, []))
     assert to_messages(compacted) == prompt.messages[:-1]
@@ -184,13 +193,15 @@ def test_the_summary_call_is_its_own_role_cached_and_replayed_without_model_call
     assert recorded.usage["compactor"].input_tokens == sum(c["usage"]["input_tokens"] for c in summaries)
     assert answers.calls["compactor"] == len(summaries)
 
-    again, log2, recorded2, _ = played(
+    _, log2, recorded2, _ = played(
         "alfworld", [], Cached(Unreachable(), CacheConfig(mode="replay", path=path)), turns=30
     )
     replayed = log2.of_kind("call")
     assert replayed and all(c["cached"] for c in replayed)
     assert recorded2.usage["compactor"] == recorded.usage["compactor"]
-    assert [e["summary"] for e in log2.of_kind("compaction")] == [e["summary"] for e in log.of_kind("compaction")]
+    assert [e["summary"] for e in log2.of_kind("compaction")] == [
+        e["summary"] for e in log.of_kind("compaction")
+    ]
 
 
 def test_peak_counts_the_compacted_prompt(staged):
@@ -258,7 +269,9 @@ def test_the_memory_tool_is_a_meta_action_with_inspects_warning_before_compactio
     summarised = next(p for role, p in model.prompts if role == "compactor").messages[-1].content
     assert "files you saved to memory" in summarised  # inspect saw the memory calls as its own tool's
     warning = memory_warning_message().text
-    warned = [p for role, p in model.prompts if role == "agent" and any(warning in m.content for m in p.messages)]
+    warned = [
+        p for role, p in model.prompts if role == "agent" and any(warning in m.content for m in p.messages)
+    ]
     assert report["memory_warnings"] >= 1 and warned and log.of_kind("compaction")
     first_warned = model.prompts.index(("agent", warned[0]))
     first_compaction = next(i for i, (role, _) in enumerate(model.prompts) if role == "compactor")
