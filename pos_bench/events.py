@@ -127,6 +127,30 @@ class Memory(Event):
 
 
 @dataclass(frozen=True)
+class Compaction(Event):
+    """The policy conversation was compacted before a policy call (methods `compaction`, `compaction_memory`):
+    what the policy sees from then on is the compacted conversation."""
+
+    kind: ClassVar[str] = "compaction"
+    turn: int = 0
+    strategy: str = ""
+    """The strategy configured (inspect's class name, e.g. `CompactionAuto`)."""
+    type: str = "summary"
+    """inspect's compaction type: summary, edit or trim."""
+    applied: str = ""
+    """The strategy that produced the compacted input (differs from `strategy` when one delegates)."""
+    fallback_reason: str | None = None
+    """Why a delegating strategy did not use its preferred delegate (auto: native was not available)."""
+    trigger: str = "threshold"
+    tokens_before: int = 0
+    tokens_after: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    summary: str | None = None
+    """The summary the strategy wrote into the conversation (summary strategy), else None."""
+
+
+@dataclass(frozen=True)
 class TurnSpent(Event):
     kind: ClassVar[str] = "turn_spent"
     turn: int = 0
@@ -281,6 +305,7 @@ KINDS: dict[str, type[Event]] = {
         ContextError,
         MetaAction,
         Memory,
+        Compaction,
         TurnSpent,
         ActionsDropped,
         Step,

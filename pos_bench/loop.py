@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import capped, repair_request
-from pos_bench.protocols import ClaimingMethod, Env, Method, Model, TruthfulEnv
+from pos_bench.protocols import ClaimingMethod, Env, EventfulMethod, Method, Model, TruthfulEnv
 from pos_bench.transcript import Transcript
 from pos_bench.truth import WorldTruth
 from pos_bench.types import (
@@ -76,6 +76,9 @@ def decide(
 
     `None` means the turn is spent; under the `error` policy an exhausted budget raises `UnusableReply`."""
     request = method.prompt(obs)
+    if isinstance(method, EventfulMethod):
+        for event in method.events(turn):
+            log.write(event)
     if isinstance(request, Decision):
         return request
     prompt = request

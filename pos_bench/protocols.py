@@ -162,6 +162,16 @@ class ClaimingMethod(Method, Protocol):
         ...
 
 
+@runtime_checkable
+class EventfulMethod(Method, Protocol):
+    """A method whose `prompt` can do something the transcript must show as its own event (a compaction of
+    the policy conversation): the loop asks right after each `prompt` and writes what it gets, in order."""
+
+    def events(self, turn: int) -> Sequence[Event]:
+        """The events since the last call, stamped with `turn`; each is returned once."""
+        ...
+
+
 class MethodBase:
     """Defaults shared by methods: context-manager plumbing and an empty report."""
 

@@ -9,7 +9,14 @@ import json
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from pos_bench.estimate import combinations, estimate, format_estimates, main
+from pos_bench.estimate import (
+    beyond_the_paper,
+    combinations,
+    estimate,
+    estimate_combinations,
+    format_estimates,
+    main,
+)
 from pos_bench.runner import run
 from tests.conftest import REPO
 
@@ -37,9 +44,10 @@ def test_an_experiments_sweep_is_expanded_and_the_command_line_wins():
     assert len(list(combinations(["bench=toy", "method=raw,pos"]))) == 2
 
 
-def record_toy_run(root, method: str, episodes: int) -> list[dict]:
+def record_toy_run(root, method: str, episodes: int, *settings: str) -> list[dict]:
     folder = root / "toy" / method / "scripted" / "run-1"
     overrides = [
+        *settings,
         "bench=toy",
         f"method={method}",
         "model=scripted",
@@ -109,3 +117,25 @@ def test_a_benchmark_without_its_data_is_counted_from_the_paper(shared, tmp_path
     assert est.episodes == 525 and est.episodes_source.startswith("paper")
     assert main(["bench=loca", "method=raw", "model=vllm", "--results", str(tmp_path)]) == 0
     assert "loca" in capsys.readouterr().out
+
+
+def test_the_paper_tables_list_the_compaction_rows_as_a_block_of_their_own():
+    lines = beyond_the_paper(["+experiment=table1_alfworld", "model=vllm"])
+    combos = [combo for line in lines for combo in combinations(line)]
+    methods = sorted(next(o for o in c if o.startswith("method=")) + " " + " ".join(c[-1:]) for c in combos)
+    assert len(combos) == 5 and all("model=vllm" in c for c in combos), methods
+    assert not beyond_the_paper(["bench=toy", "method=raw"])
+
+
+def test_a_compaction_row_counts_the_compactor_of_its_own_strategy_only(tmp_path):
+    rows = record_toy_run(tmp_path, "compaction", 1, "method.strategy=summary")
+    base = ["bench=toy", "method=compaction", "model=vllm", "bench.limit=1"]
+    summary, edit = estimate_combinations(
+        [[*base, "method.strategy=summary"], [*base, "method.strategy=edit"]],
+        options(results=str(tmp_path), probe_turns=4),
+    )
+    assert summary.choices["method"] == "compaction@summary" and edit.choices["method"] == "compaction@edit"
+    assert summary.profile.source.startswith("recorded (1 episodes)")
+    assert summary.profile.roles["compactor"].calls == rows[0]["usage"]["compactor"]["calls"] > 0
+    assert edit.profile.source.startswith("structure") and "compactor" not in edit.profile.roles
+    assert "compaction@summary" in format_estimates([summary, edit])

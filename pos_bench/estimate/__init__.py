@@ -22,7 +22,7 @@ import json
 import os
 import statistics
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,11 +163,16 @@ def count_episodes(bench_node: Any, bench: str) -> tuple[int, str]:
         return (min(cases, int(limit)) if limit else cases), f"paper (data absent: {type(error).__name__})"
 
 
-def recorded_rows(results_root: Path, bench: str, method: str | None) -> list[dict[str, Any]]:
-    """Finished episodes of `bench` (and `method`, if given) under a results root, any model and run."""
+def recorded_rows(
+    results_root: Path, bench: str, method: str | None, settings: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Finished episodes of `bench` (and `method`, if given) under a results root, any model and run; with
+    `settings`, only runs whose method config has those values (one strategy of `compaction`)."""
     pattern = f"{bench}/{method or '*'}/*/*/results.jsonl"
     rows = []
     for path in sorted(results_root.glob(pattern)):
+        if settings and not method_has(path.parent / "run.json", settings):
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 row = json.loads(line)
@@ -176,6 +181,14 @@ def recorded_rows(results_root: Path, bench: str, method: str | None) -> list[di
             if isinstance(row, dict) and row.get("status") == "done" and row.get("usage"):
                 rows.append(row)
     return rows
+
+
+def method_has(run_json: Path, settings: Mapping[str, Any]) -> bool:
+    try:
+        method = json.loads(run_json.read_text(encoding="utf-8"))["config"]["method"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return all(str(method.get(k)) == str(v) for k, v in settings.items())
 
 
 def mean_roles(rows: Sequence[dict[str, Any]]) -> dict[str, RoleCost]:
@@ -197,8 +210,9 @@ def seconds_per_call(rows: Sequence[dict[str, Any]]) -> float | None:
     return seconds / calls if calls and seconds else None
 
 
-def probe(method: str, turns: int) -> dict[str, RoleCost]:
-    """Calls and tokens per policy turn per role of `method`, played by the scripted model on the toy household."""
+def probe(method: str, turns: int, settings: Mapping[str, Any] | None = None) -> dict[str, RoleCost]:
+    """Calls and tokens per policy turn per role of `method` (with its `settings`), played by the scripted model
+    on the toy household."""
     from omegaconf import OmegaConf
 
     from pos_bench.runner import run
@@ -215,6 +229,7 @@ def probe(method: str, turns: int) -> dict[str, RoleCost]:
             "runner.progress=false",
             "runner.backend=threading",
             "cache.mode=off",
+            *(f"method.{k}={v}" for k, v in (settings or {}).items()),
         ]
         cfg = OmegaConf.to_container(compose(overrides), resolve=True)
         run(cfg, Path(tmp), {"bench": "toy", "method": method, "label": "test"})
@@ -228,11 +243,18 @@ def probe(method: str, turns: int) -> dict[str, RoleCost]:
     }
 
 
-def profile_for(bench: str, method: str, max_turns: int, results_root: Path, probe_turns: int) -> Profile:
-    rows = recorded_rows(results_root, bench, method)
+def profile_for(
+    bench: str,
+    method: str,
+    max_turns: int,
+    results_root: Path,
+    probe_turns: int,
+    settings: Mapping[str, Any] | None = None,
+) -> Profile:
+    rows = recorded_rows(results_root, bench, method, settings)
     if rows:
         return Profile(mean_roles(rows), f"recorded ({len(rows)} episodes)", seconds_per_call(rows))
-    per_turn = probe(method, probe_turns)
+    per_turn = probe(method, probe_turns, settings)
     others = recorded_rows(results_root, bench, None)
     tokens_note = "toy tokens: a lower bound"
     per_call: dict[str, tuple[float, float]] = {}
@@ -262,13 +284,37 @@ def concurrency_of(cfg: Any, given: int | None) -> int:
     return max(1, min(jobs, int(cap)) if cap else jobs)
 
 
+def beyond_the_paper(overrides: Sequence[str]) -> list[list[str]]:
+    """The `beyond_the_paper` block of an experiment (methods the paper does not have, e.g. issue 42's
+    compaction strategies): one list of overrides per line, the command line's overrides first."""
+    experiment = [o for o in overrides if o.lstrip("+~").startswith("experiment=")]
+    lines = compose(experiment).get("beyond_the_paper") if experiment else None
+    return [[*overrides, *str(line).split()] for line in (lines or ())]
+
+
+def method_settings(combo: Sequence[str]) -> dict[str, str]:
+    """The `method.<key>=<value>` overrides of a combination: which variant of the method it plays."""
+    pairs = (o.lstrip("+~").split("=", 1) for o in combo if o.lstrip("+~").startswith("method."))
+    return {key.removeprefix("method."): value for key, value in pairs}
+
+
 def estimate(overrides: Sequence[str], args: argparse.Namespace) -> list[Estimate]:
+    """The paper's rows the overrides (and their experiment) name."""
+    return estimate_combinations(list(combinations(overrides)), args)
+
+
+def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namespace) -> list[Estimate]:
     from omegaconf import OmegaConf
 
     out, profiles, counts = [], {}, {}
-    for combo in combinations(overrides):
+    for combo in combos:
         cfg = compose(combo, hydra=True)
         picked = choices_of(cfg)
+        settings = method_settings(combo)
+        if settings:
+            picked["method"] += "@" + ",".join(
+                f"{k}={v}" if k != "strategy" else v for k, v in settings.items()
+            )
         bench_key = json.dumps(OmegaConf.to_container(cfg.bench, resolve=True), sort_keys=True, default=str)
         if bench_key not in counts:
             counts[bench_key] = count_episodes(cfg.bench, picked["bench"])
@@ -276,7 +322,14 @@ def estimate(overrides: Sequence[str], args: argparse.Namespace) -> list[Estimat
         root = Path(args.results or cfg.results_root)
         key = (picked["bench"], picked["method"])
         if key not in profiles:
-            profiles[key] = profile_for(*key, int(cfg.bench.max_turns), root, args.probe_turns)
+            profiles[key] = profile_for(
+                picked["bench"],
+                choices_of(cfg)["method"],
+                int(cfg.bench.max_turns),
+                root,
+                args.probe_turns,
+                settings,
+            )
         profile = profiles[key]
         prices = OmegaConf.to_container(cfg.prices, resolve=True) or {}
         if args.input_per_mtok is not None or args.output_per_mtok is not None:
@@ -339,4 +392,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with configs():
         print(format_estimates(estimate(args.overrides, args)))
+        extra = [combo for line in beyond_the_paper(args.overrides) for combo in combinations(line)]
+        if extra:
+            print("\nbeyond the paper (the experiment's `beyond_the_paper` block):")
+            print(format_estimates(estimate_combinations(extra, args)))
     return 0

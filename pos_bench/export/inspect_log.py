@@ -37,6 +37,7 @@ TURN_EVENTS = (
     events.ParseFailure,
     events.MetaAction,
     events.Memory,
+    events.Compaction,
     events.TurnSpent,
     events.ActionsDropped,
     events.Step,
@@ -165,9 +166,38 @@ def _event(e: events.Event, model: str, **common: Any):
         return ErrorEvent(error=error, **common)
     if isinstance(e, events.Other):
         return InfoEvent(source=e.name, data=dict(e.data), metadata=None, **common)
+    if isinstance(e, events.Compaction):
+        return _compaction_event(e, **common)
     data = {k: v for k, v in events.row(e).items() if k not in ("kind", "time")}
     meta = {"turn": e.turn} if isinstance(e, TURN_EVENTS) else None
     return InfoEvent(source=e.kind, data=data, metadata=meta, **common)
+
+
+def _compaction_event(e: events.Compaction, **common: Any):
+    """A compaction of the policy conversation as inspect's own CompactionEvent; what inspect's event has no
+    field for (the strategy, its fallback, the summary) goes into its metadata."""
+    from inspect_ai.event import CompactionEvent
+
+    meta = {
+        "turn": e.turn,
+        "strategy": e.strategy,
+        "strategy_applied": e.applied,
+        "trigger": e.trigger,
+        "messages_before": e.messages_before,
+        "messages_after": e.messages_after,
+    }
+    meta |= {
+        k: v for k, v in (("fallback_reason", e.fallback_reason), ("summary", e.summary)) if v is not None
+    }
+    return CompactionEvent(
+        type=e.type if e.type in ("summary", "edit", "trim") else "summary",
+        role=POLICY_ROLE,
+        tokens_before=e.tokens_before,
+        tokens_after=e.tokens_after,
+        source="inspect",
+        metadata=meta,
+        **common,
+    )
 
 
 def _iso(seconds: float | None) -> str | None:

@@ -147,6 +147,24 @@ class Timeline:
         self.current["memory"] = memory_view(event.record or {}, self.strings)
         self.close_turn()
 
+    def compaction(self, event: events.Compaction) -> None:
+        """A compaction happens before its turn's policy call, so it opens that turn."""
+        if "step" in self.current:
+            self.close_turn()
+        applied = event.applied if event.applied != event.strategy else ""
+        lines = [
+            (
+                f"{event.strategy}{' → ' + applied if applied else ''} ({event.trigger}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens, "
+                f"{event.messages_before} → {event.messages_after} messages"
+            )
+        ]
+        if event.fallback_reason:
+            lines.append(f"fallback: {event.fallback_reason}")
+        if event.summary:
+            lines.append(f"summary:\n{event.summary}")
+        self.current["notes"].append(["compaction", self.strings.add("\n".join(lines))])
+
     def truth(self, event: events.Truth) -> None:
         self.world = event.world(self.world)
         self.truth_turn = self.current
@@ -200,6 +218,8 @@ def turns(episode: Iterable[events.Event], strings: Strings) -> list[dict[str, A
             timeline.step(e)
         elif isinstance(e, events.Memory):
             timeline.memory(e)
+        elif isinstance(e, events.Compaction):
+            timeline.compaction(e)
         elif isinstance(e, events.Truth):
             timeline.truth(e)
         elif isinstance(e, events.Claims):

@@ -125,3 +125,23 @@ def test_a_pos_alfworld_smoke_run_reads_back(shared, tmp_path, monkeypatch):
     assert log.eval.task == "alfworld" and "stand-in" not in log.eval.metadata["flags"]
     assert all(s.input.startswith("-= Welcome to TextWorld") for s in log.samples)
     assert all(json.dumps(s.metadata["report"]) != "{}" for s in log.samples)
+
+
+def test_a_compaction_run_exports_each_compaction_as_inspects_own_event(tmp_path):
+    from inspect_ai.event import CompactionEvent
+
+    from pos_bench.runner import run
+    from tests.baselines.compaction.test_method import SCHEMA_REPLY, config
+
+    folder = tmp_path / "toy" / "compaction" / "scripted"
+    overrides = ("bench=toy", "method=compaction", "model=scripted", SCHEMA_REPLY, "bench.limit=1")
+    run(config(*overrides, "cache.mode=off", "runner.progress=false"), folder, {"label": "test"})
+    log = exported(folder, tmp_path)
+    events = read_jsonl(episode_dir(folder, "toy/000") / "events.jsonl")
+    recorded = [e for e in events if e["kind"] == "compaction"]
+    shown = [e for e in log.samples[0].events if isinstance(e, CompactionEvent)]
+    assert recorded and len(shown) == len(recorded)
+    assert [(e.type, e.tokens_before, e.tokens_after) for e in shown] == [
+        (e["type"], e["tokens_before"], e["tokens_after"]) for e in recorded
+    ]
+    assert shown[0].metadata["summary"] == recorded[0]["summary"] and shown[0].role == "agent"

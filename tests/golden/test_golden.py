@@ -47,6 +47,12 @@ OVERRIDES = {"pace": ["method.encoder._target_=baselines.pace.encoder.HashingEnc
 """PACE's embedded encoder is swapped for the hashing one: llama.cpp embeddings may differ in low-order bits
 between machines, a golden transcript must not."""
 RECORD = "uv run --all-extras pytest tests/golden --update-golden"
+STRATEGIES = {
+    f"compaction@{strategy}": ["method=compaction", f"method.strategy={strategy}", "bench.max_turns=6"]
+    for strategy in ("summary", "edit", "trim", "auto")
+}
+"""One toy transcript per compaction strategy (`<method>@<strategy>`), six turns: long enough for the toy
+threshold to fire."""
 
 
 def scripted_reply(prompt: Prompt, index: int) -> str:
@@ -73,10 +79,14 @@ def scripted_reply(prompt: Prompt, index: int) -> str:
 
 
 def composed(bench: str, method: str) -> tuple[dict, Any]:
-    """The resolved config of a short scripted episode of `method` on `bench`, and its built benchmark."""
+    """The resolved config of a short scripted episode of `method` (or a `STRATEGIES` variant) on `bench`, and
+    its built benchmark."""
     overrides = [f"bench={bench}", f"method={method}", "model=scripted", f"bench.max_turns={TURNS}"]
+    overrides += BENCHES[bench] + OVERRIDES.get(method, []) + STRATEGIES.get(method, [])
+    if method in STRATEGIES:
+        overrides = [o for o in overrides if o != f"method={method}"]
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=overrides + BENCHES[bench] + OVERRIDES.get(method, []))
+        cfg = compose("config", overrides=overrides)
     plain = OmegaConf.to_container(cfg, resolve=True)
     return plain, instantiate(plain["bench"], _convert_="all")
 
@@ -123,10 +133,15 @@ def test_golden_transcript(bench, method, update_golden):
         )
 
 
+@pytest.mark.parametrize("variant", sorted(STRATEGIES))
+def test_golden_transcript_of_each_compaction_strategy(variant, update_golden):
+    test_golden_transcript("toy", variant, update_golden)
+
+
 def test_every_golden_transcript_belongs_to_a_configured_method():
     """A renamed or removed method leaves no stale fixture behind (a new one fails above until recorded)."""
     recorded = {p.stem.split("__", 1)[1] for p in FIXTURES.glob("*.txt")}
-    assert recorded - set(METHODS) == set()
+    assert recorded - set(METHODS) - set(STRATEGIES) == set()
     assert "raw" in METHODS and "expert" not in METHODS
 
 

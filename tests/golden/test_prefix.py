@@ -6,7 +6,8 @@ The stable part of a policy prompt, precisely: the system message, and the leadi
 that holds the tool catalog (on a tool benchmark: the user message opens with it), the benchmark's format example,
 the `Task: …` line, and PoS's `Goal:` section and action contract, wherever a method shows them. Turn t's prompt must have the same system message as turn
 t−1's, and its user message must share with turn t−1's a common beginning that covers all of that stable part.
-Repair requests (a prompt extended with the failed reply) are not policy turns and are left out.
+Repair requests (a prompt extended with the failed reply) are not policy turns and are left out. A method that
+keeps a conversation (compaction) sends it as several messages; its stable part is in the first user message too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hydra.utils import instantiate
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.pos.view import ACTION_CONTRACT
+from pos_bench.prompting import repair_request
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Prompt
 from tests.golden.test_golden import BENCHES, METHODS, composed, scripted_reply
@@ -47,8 +49,22 @@ def policy_prompts(bench: str, method: str) -> tuple[list[Prompt], str]:
             )
     finally:
         env.close()
-    prompts = [p for role, p in scripted.prompts if role == "agent" and len(p.messages) == 2]
+    prompts = [p for role, p in scripted.prompts if role == "agent" and not is_repair(p)]
     return prompts, benchmark.brief.example
+
+
+REPAIRS = tuple(
+    repair_request("{}", missing_action=missing).split("{", 1)[0][:40] for missing in (False, True)
+)
+
+
+def is_repair(prompt: Prompt) -> bool:
+    """A prompt extended with a failed reply and the loop's repair request (not a policy turn). Methods that
+    keep a conversation (compaction) send several messages every turn, so the request's words tell it."""
+    last = prompt.messages[-1]
+    return (
+        last.role == "user" and last.content.startswith(REPAIRS) and prompt.messages[-2].role == "assistant"
+    )
 
 
 def stable_end(user: str, example: str) -> int:

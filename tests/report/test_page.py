@@ -179,3 +179,20 @@ def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_
     row = runs_index([load_run(folder)]).iloc[0]
     assert row["running"] == 0 and row["interrupted"] == statuses.count("interrupted")
     assert "interrupted" in row["flags"] and "in progress" not in row["flags"]
+
+
+def test_a_compaction_opens_its_turn_with_its_tokens_and_summary(tmp_path):
+    from pos_bench.runner import run
+    from tests.baselines.compaction.test_method import SCHEMA_REPLY, config
+
+    folder = tmp_path / "toy" / "compaction" / "scripted"
+    overrides = ("bench=toy", "method=compaction", "model=scripted", SCHEMA_REPLY, "bench.limit=1")
+    run(config(*overrides, "cache.mode=off", "runner.progress=false"), folder, {"label": "test"})
+    data = embedded(render([tmp_path], spec=None, with_figures=False))
+    turns = data["runs"][0]["episodes"][0]["turns"]
+    opened = [t for t in turns if any(note[0] == "compaction" for note in t["notes"])]
+    assert opened and all(
+        t["calls"][0]["role"] == "compactor" or t["calls"][0]["role"] == "agent" for t in opened
+    )
+    text = data["strings"][next(n[1] for n in opened[0]["notes"] if n[0] == "compaction")]
+    assert "CompactionSummary" in text and "tokens" in text and "summary:" in text
