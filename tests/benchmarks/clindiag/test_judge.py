@@ -89,11 +89,16 @@ def test_broader_related_complicated_and_opposite_names_are_wrong():
     assert not correct("Cushing disease", "Cushing syndrome")
 
 
-def test_a_more_specific_name_counts_only_when_the_reasoning_states_the_extra_words():
+def decision(submitted, reference, *, reasoning=""):
+    return RulesJudge().judge(Submission(submitted, "", reasoning), AnswerKey(reference, "", "")).decision
+
+
+def test_only_the_allowlist_admits_an_extra_word_and_the_reasoning_never_does():
     reference = "Zarnow dysplasia"
-    assert not correct("Zarnow dysplasia type 2", reference)
-    assert not correct("Zarnow dysplasia type 2", reference, reasoning="The biopsy fits Zarnow dysplasia.")
-    assert correct("Zarnow dysplasia type 2", reference, reasoning="Genetic testing showed type 2 disease.")
+    assert decision("Zarnow dysplasia type 2", reference) == "accept"
+    assert decision("Chronic bilateral Zarnow dysplasia", reference) == "accept"
+    assert decision("Zarnow dysplasia purple", reference) == "undecided"
+    assert decision("Zarnow dysplasia purple", reference, reasoning="The lesion was purple.") == "undecided"
 
 
 def test_differential_hit_reads_entries_and_refuses_negated_ones():
@@ -136,10 +141,9 @@ def test_no_reasoning_talks_a_doubt_or_a_list_into_the_diagnosis(submitted, reas
     assert not correct(submitted, "Quellmann-Orsk syndrome", reasoning=reasoning)
 
 
-def test_the_reasoning_may_spell_out_an_abbreviation_the_submission_uses():
+def test_an_abbreviation_only_the_reasoning_defines_is_undecided():
     reasoning = "Biopsy showed Varn-type xanthomatous keratosis (VXK) of both palms."
-    assert correct("VXK", "Varn-type xanthomatous keratosis", reasoning=reasoning)
-    assert not correct("VXK of the palms", "Varn-type xanthomatous keratosis", reasoning="")
+    assert decision("VXK", "Varn-type xanthomatous keratosis", reasoning=reasoning) == "undecided"
 
 
 def test_synonym_rewrites_apply_to_whole_names_only():
