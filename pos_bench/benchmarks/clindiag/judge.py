@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, EPONYMS, SYNONYMS, WORD_EQUIVALENTS
-from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, LINKS
+from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, LINKS, Category, category_of
 from pos_bench.benchmarks.clindiag.normalise import normalise
 from pos_bench.benchmarks.clindiag.data import AnswerKey
 from pos_bench.protocols import Model
@@ -618,6 +618,9 @@ class RulesJudge:
         why = self.same(text, reference, record=record, reasoning=" ".join(sorted(ALLOWED)))
         known = {**ABBREVIATIONS, **definitions(record), **definitions(reference)}
         unaccounted = self._unaccounted(text, reference, known)
+        clash = self._qualifier_clash(text, reference)
+        if why and clash:
+            return _Decision("undecided", f"adds {clash!r} beside a reference qualifier of the same kind")
         if why and not unaccounted:
             return _Decision("accept", why)
         if why:
@@ -652,6 +655,17 @@ class RulesJudge:
             missing -= OPTIONAL - HEDGES
             best = missing if best is None or len(missing) < len(best) else best
         return (best or set()) | symbols
+
+    @staticmethod
+    def _qualifier_clash(submitted: str, reference: str) -> str | None:
+        """An allowlisted word the submission adds while the reference already has a qualifier of its
+        category ("right" beside the reference's "left"): a swap or a second site, never a refinement."""
+        ref = set(canonical(reference))
+        kinds = {category_of(w) for w in ref} - {None, Category.FORM}
+        return next(
+            (w for w in canonical(submitted) if w not in ref and category_of(w) in kinds),
+            None,
+        )
 
     @staticmethod
     def _after_link(sequence: list[str]) -> list[str]:

@@ -181,3 +181,29 @@ def test_abbreviations_and_eponyms_from_a_list_written_apart_from_the_judge_are_
     ]
     eponyms = [correct(a, b) and correct(b, a) for a, b in EPONYM_PAIRS]
     assert sum(inside) >= 0.9 * len(inside) and sum(eponyms) >= 0.85 * len(eponyms)
+
+
+def test_an_allowlisted_qualifier_beside_one_of_its_kind_in_the_reference_is_not_accepted():
+    reference = "Zarnow fistula between the left atrium and the left vein"
+    assert decision("Zarnow fistula between the right atrium and the left vein", reference) != "accept"
+    assert decision("Zarnow fistula between the left atrium and the left vein", reference) == "accept"
+
+
+@pytest.mark.parametrize(
+    "submitted, expected",
+    [
+        ("Zarnow dysplasia", "accept"),
+        ("Zarn\u200bow dysplasia", "accept"),
+        ("Ｚarnow dysplasia", "accept"),
+        ("Zаrnow dysplasia", "undecided"),
+        ("~~Zarnow dysplasia~~", "undecided"),
+        ("<i>Zarnow dysplasia", "undecided"),
+        ("Zarnow dysplasia ✓", "undecided"),
+        ("It isn't Zarnow dysplasia", "reject"),
+        ("Zarnow dysplasia (ruled out)", "reject"),
+        ("History of Zarnow dysplasia", "undecided"),
+        ("Zarnow dysplasia; sarcoidosis", "reject"),
+    ],
+)
+def test_normalisation_folds_width_and_zero_width_and_refuses_look_alikes_and_markup(submitted, expected):
+    assert decision(submitted, "Zarnow dysplasia") == expected
