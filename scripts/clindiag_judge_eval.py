@@ -315,7 +315,9 @@ def main() -> None:
     adv_verdicts = [grade(i, by_case[i.case]) for i in adversaries]
     print(f"\n== adversarial families (issue 40): {len(adversaries)} items, all labelled reject ==")
     with pd.option_context("display.width", 200):
-        print(family_table(adversaries, adv_verdicts, hide_held_out=args.hide_held_out).to_string(index=False))
+        print(
+            family_table(adversaries, adv_verdicts, hide_held_out=args.hide_held_out).to_string(index=False)
+        )
     if args.llm:
         sample: list[Item] = []
         for form in FORMS:

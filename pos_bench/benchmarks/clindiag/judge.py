@@ -37,8 +37,8 @@ from pydantic import BaseModel, ConfigDict, StrictBool
 
 from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, EPONYMS, SYNONYMS, WORD_EQUIVALENTS
 from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, LINKS, Category, category_of
-from pos_bench.benchmarks.clindiag.normalise import normalise
 from pos_bench.benchmarks.clindiag.data import AnswerKey
+from pos_bench.benchmarks.clindiag.normalise import normalise
 from pos_bench.protocols import Model
 from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
@@ -642,13 +642,19 @@ class RulesJudge:
         """Tokens of `submitted` that are neither reference words (or an equivalent's), allowlisted qualifiers
         nor a named cause after a "secondary to"-style link; symbols count unless the reference has them."""
         ref_words = self._ref_words(reference, known)
-        symbols = {c for c in submitted if not (c.isalnum() or c.isspace() or c in "-‐‑–'’,.()") and c not in reference}
+        symbols = {
+            c
+            for c in submitted
+            if not (c.isalnum() or c.isspace() or c in "-‐‑–'’,.()") and c not in reference
+        }
         opened = BRACKET.sub(" ", submitted)
         best: set[str] | None = None
         for rewrite, table in ((True, known), (False, {})):
             name = self._name(opened, table, rewrite=rewrite)
             if name.unknown:
-                refs = [self._name(n, table, rewrite=rewrite) for n in _forms(reference, reference=True).names]
+                refs = [
+                    self._name(n, table, rewrite=rewrite) for n in _forms(reference, reference=True).names
+                ]
                 name = self._initials(name, refs[0])
             sequence = list(name.sequence)
             missing = {w for w in self._after_link(sequence) if w not in ref_words and w not in ALLOWED}

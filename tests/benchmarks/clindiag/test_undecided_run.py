@@ -19,13 +19,25 @@ def run_clindiag(results: Path, final_diagnosis: str) -> str:
             "thought": "done",
             "action": {
                 "name": "submit_diagnosis",
-                "arguments": {"final_diagnosis": final_diagnosis, "differential_diagnosis": "",
-                              "diagnostic_reasoning": "scripted"},
+                "arguments": {
+                    "final_diagnosis": final_diagnosis,
+                    "differential_diagnosis": "",
+                    "diagnostic_reasoning": "scripted",
+                },
             },
         }
     )
-    command = [sys.executable, "-m", "pos_bench", "bench=clindiag", "method=raw", "model=scripted",
-               "bench.limit=2", f"+model.default='{reply}'", f"results_root={results}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=clindiag",
+        "method=raw",
+        "model=scripted",
+        "bench.limit=2",
+        f"+model.default='{reply}'",
+        f"results_root={results}",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=True)
     return done.stdout
@@ -37,7 +49,9 @@ def test_undecided_answers_reach_the_summary_the_table_and_the_report(tmp_path):
     summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
     assert summary["extras"]["undecided"] == 1.0
     assert summary["extras"]["diagnosis_correct"] == 0.0
-    header, row = [line.split() for line in out.splitlines() if line.split()[:1] in (["bench"], ["clindiag"])][:2]
+    header, row = [
+        line.split() for line in out.splitlines() if line.split()[:1] in (["bench"], ["clindiag"])
+    ][:2]
     assert row[header.index("undecided")] == "1.0"
     tables = render([tmp_path], with_figures=False).split("<table")
     table = next(t for t in tables if "<th>undecided</th>" in t).split("</table>")[0]
