@@ -40,11 +40,8 @@ QUALIFIERS: tuple[Qualifier, ...] = (
     *_words(Category.SITE, "upper lower proximal distal anterior posterior medial lateral"),
     *_words(Category.FORM, "disease syndrome disorder condition the a an of in"),
 )
-"""The explicit allowlist. Causal organisms and causes are admitted only after a CAUSE_LINK (see `LINKS`)."""
-
-LINKS: tuple[tuple[str, ...], ...] = (("secondary", "to"), ("due", "to"), ("caused", "by"))
-"""Phrases after which a named cause may follow; the cause itself must then be a word the judge can read as a
-name (the judge checks it is alphabetic and not a negation or doubt cue)."""
+"""The explicit allowlist. CAUSE_LINK and ORGANISM have no entries yet: a named cause is still refused (see
+docs/clindiag-judges.md, Limits)."""
 
 ALLOWED = frozenset(q.word for q in QUALIFIERS)
 

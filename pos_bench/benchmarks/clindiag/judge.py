@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, EPONYMS, SYNONYMS, WORD_EQUIVALENTS
-from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, LINKS, Category, category_of
+from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, Category, category_of
 from pos_bench.benchmarks.clindiag.data import AnswerKey
 from pos_bench.benchmarks.clindiag.normalise import normalise
 from pos_bench.protocols import Model
@@ -657,7 +657,7 @@ class RulesJudge:
                 ]
                 name = self._initials(name, refs[0])
             sequence = list(name.sequence)
-            missing = {w for w in self._after_link(sequence) if w not in ref_words and w not in ALLOWED}
+            missing = {w for w in sequence if w not in ref_words and w not in ALLOWED}
             missing -= OPTIONAL - HEDGES
             best = missing if best is None or len(missing) < len(best) else best
         return (best or set()) | symbols
@@ -672,17 +672,6 @@ class RulesJudge:
             (w for w in canonical(submitted) if w not in ref and category_of(w) in kinds),
             None,
         )
-
-    @staticmethod
-    def _after_link(sequence: list[str]) -> list[str]:
-        """`sequence` with a named cause after a "secondary to"-style link dropped (the link words stay
-        accounted for only when a cause follows)."""
-        for link in LINKS:
-            size = len(link)
-            for i in range(len(sequence) - size):
-                if tuple(sequence[i : i + size]) == link and sequence[i + size :]:
-                    return sequence[:i]
-        return sequence
 
     def _covers(self, submitted: str, reference: str, known: Mapping[str, str]) -> bool:
         """The submission holds every reference word, plus extras that are not a cue or a second condition."""

@@ -207,3 +207,9 @@ def test_an_allowlisted_qualifier_beside_one_of_its_kind_in_the_reference_is_not
 )
 def test_normalisation_folds_width_and_zero_width_and_refuses_look_alikes_and_markup(submitted, expected):
     assert decision(submitted, "Zarnow dysplasia") == expected
+
+
+def test_a_remark_after_a_reference_that_has_a_cause_is_not_accepted():
+    reference = "Zarnow neuropathy due to Kellin enzyme deficiency"
+    assert decision(reference, reference) == "accept"
+    assert decision(f"{reference} (resolved)", reference) == "undecided"
