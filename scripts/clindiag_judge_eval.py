@@ -130,10 +130,29 @@ HELD_OUT = ("other_language", "line_lists", "symbols", "concluding_sentence")
 """Whole families kept out of sight while developing; printed last."""
 
 CYRILLIC = {"a": "а", "e": "е", "o": "о", "c": "с", "p": "р", "i": "і", "x": "х", "y": "у"}
+CYRILLIC |= {
+    "A": "А",
+    "B": "В",
+    "C": "С",
+    "E": "Е",
+    "H": "Н",
+    "K": "К",
+    "M": "М",
+    "O": "О",
+    "P": "Р",
+    "T": "Т",
+}
 
 
 def _swap_letters(name: str) -> str:
-    return "".join(CYRILLIC.get(c, c) if i % 2 else c for i, c in enumerate(name))
+    """Every other mappable letter swapped for its look-alike, at least one (a name left unchanged would be the
+    exact answer, not a confusable one)."""
+    swapped = "".join(CYRILLIC.get(c, c) if i % 2 else c for i, c in enumerate(name))
+    if swapped == name:
+        first = next((i for i, c in enumerate(name) if c in CYRILLIC), None)
+        if first is not None:
+            swapped = name[:first] + CYRILLIC[name[first]] + name[first + 1 :]
+    return swapped
 
 
 def _zero_width(name: str) -> str:

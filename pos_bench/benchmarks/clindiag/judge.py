@@ -363,13 +363,17 @@ def _letters_in_order(letters: list[str], text: str) -> bool:
     return True
 
 
+LIST_ITEM = re.compile(r"\s*(?:\n|[•·▪◦●*]|^\s*[-–]\s|\n\s*[-–]\s|\n\s*\d+[.)])\s*")
+"""What parts the items of a list written as lines or bullets (one name never holds a line break or a bullet)."""
+
+
 def strip_label(name: str) -> str:
     """Rule 2: the name without a leading "Diagnosis:"-style label, hedges and trailing punctuation."""
     previous = None
     while previous != name:
         previous = name
         name = HEDGE.sub("", LABEL.sub("", name, count=1), count=1)
-    return name.strip().strip(".;:,!").strip()
+    return name.strip().rstrip(".").strip()  # a sentence's full stop; any other mark is left to account for
 
 
 def cues(text: str) -> dict[str, int]:
@@ -614,6 +618,8 @@ class RulesJudge:
             return _Decision("undecided", "letters from another script that look Latin")
         if norm.markup:
             return _Decision("undecided", "markup the rules do not read")
+        if len([item for item in LIST_ITEM.split(text) if item.strip()]) > 1:
+            return _Decision("reject", "several lines or bullets: a list, not one diagnosis")
         # the allowlist stands where the reasoning used to: the only licence for an extra word (issue 40)
         why = self.same(text, reference, record=record, reasoning=" ".join(sorted(ALLOWED)))
         known = {**ABBREVIATIONS, **definitions(record), **definitions(reference)}

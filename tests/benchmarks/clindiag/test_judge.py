@@ -213,3 +213,30 @@ def test_a_remark_after_a_reference_that_has_a_cause_is_not_accepted():
     reference = "Zarnow neuropathy due to Kellin enzyme deficiency"
     assert decision(reference, reference) == "accept"
     assert decision(f"{reference} (resolved)", reference) == "undecided"
+
+
+@pytest.mark.parametrize(
+    "submitted",
+    [
+        "- {n}\n- Adult syndrome",
+        "{n}\nTuberculosis",
+        "• {n} • Tuberculosis",
+        "Tuberculosis\n\n{n}",
+    ],
+)
+def test_a_list_written_as_lines_or_bullets_is_never_accepted(submitted):
+    n = "Pulmonary sarcoidosis"
+    verdict = RulesJudge().judge(Submission(submitted.format(n=n), "", ""), AnswerKey(n, "", ""))
+    assert not verdict.diagnosis_correct
+
+
+@pytest.mark.parametrize("submitted", ["!{n}", "{n}!", "¬{n}", "{n} ✗", ";{n}"])
+def test_a_mark_other_than_a_full_stop_is_never_accepted(submitted):
+    n = "Pulmonary sarcoidosis"
+    verdict = RulesJudge().judge(Submission(submitted.format(n=n), "", ""), AnswerKey(n, "", ""))
+    assert not verdict.diagnosis_correct
+
+
+def test_a_closing_full_stop_is_still_the_name():
+    n = "Pulmonary sarcoidosis"
+    assert RulesJudge().judge(Submission(f"{n}.", "", ""), AnswerKey(n, "", "")).diagnosis_correct
