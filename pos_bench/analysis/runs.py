@@ -169,6 +169,8 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
             for r, u in usage.items()
             if not r.startswith(BENCHMARK_ROLE_PREFIX)
         ),
+        # a judge that could not decide (ClinDiag's default-deny rules judge): scored as a failure, counted apart
+        "undecided": bool((row.get("extras") or {}).get("undecided", False)),
         "peak": _recorded(row, "peak_input_tokens"),
         "dependency": _recorded(row, "dependency_m"),
     }

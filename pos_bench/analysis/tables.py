@@ -64,6 +64,8 @@ def rate_row(run: Run, backbones: Mapping[str, str]) -> dict:
         "refused": unplayed(run, "refused"),
         "overflow": unplayed(run, "overflow"),
         "success %": 100.0 * k / n if n else float("nan"),
+        # counted as failures in the rate above; shows where an offline judge's score is unsure
+        "undecided": int(done["undecided"].sum()) if n and "undecided" in done else 0,
         "trials": trials,
         "wilson 95%": f"[{100 * w.low:.1f}, {100 * w.high:.1f}]" if trials == 1 else "–",
         "cluster": key.removeprefix("meta.").removesuffix("_id") if key else "–",

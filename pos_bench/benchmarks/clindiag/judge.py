@@ -36,7 +36,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, StrictBool
 
 from pos_bench.benchmarks.clindiag.aliases import ABBREVIATIONS, ANTONYMS, EPONYMS, SYNONYMS, WORD_EQUIVALENTS
+from pos_bench.benchmarks.clindiag.allowlist import ALLOWED, Category, category_of
 from pos_bench.benchmarks.clindiag.data import AnswerKey
+from pos_bench.benchmarks.clindiag.normalise import normalise
 from pos_bench.protocols import Model
 from pos_bench.structured import ask
 from pos_bench.types import Message, Prompt
@@ -69,10 +71,20 @@ class Verdict(BaseModel):
     diagnosis_correct: StrictBool
     differential_hit: StrictBool = False
     reason: str = ""
+    undecided: StrictBool = False
+    """Rules judge only: the submission was not shown to be the reference (a word, symbol or character the
+    rules cannot account for) nor shown wrong; `diagnosis_correct` is then False (issue 40)."""
+
+    @property
+    def decision(self) -> str:
+        """The three-way verdict: `accept`, `reject` or `undecided`."""
+        return "accept" if self.diagnosis_correct else "undecided" if self.undecided else "reject"
 
 
+_SCHEMA = Verdict.model_json_schema()
 VERDICT_SCHEMA = {
-    **Verdict.model_json_schema(),
+    **_SCHEMA,
+    "properties": {k: v for k, v in _SCHEMA["properties"].items() if k != "undecided"},
     "required": ["diagnosis_correct", "differential_hit", "reason"],
     "additionalProperties": False,
 }
@@ -351,13 +363,17 @@ def _letters_in_order(letters: list[str], text: str) -> bool:
     return True
 
 
+LIST_ITEM = re.compile(r"\s*(?:\n|[•·▪◦●*]|^\s*[-–]\s|\n\s*[-–]\s|\n\s*\d+[.)])\s*")
+"""What parts the items of a list written as lines or bullets (one name never holds a line break or a bullet)."""
+
+
 def strip_label(name: str) -> str:
     """Rule 2: the name without a leading "Diagnosis:"-style label, hedges and trailing punctuation."""
     previous = None
     while previous != name:
         previous = name
         name = HEDGE.sub("", LABEL.sub("", name, count=1), count=1)
-    return name.strip().strip(".;:,!").strip()
+    return name.strip().rstrip(".").strip()  # a sentence's full stop; any other mark is left to account for
 
 
 def cues(text: str) -> dict[str, int]:
@@ -576,25 +592,105 @@ class RulesJudge:
         return next((why for ref in refs if (why := self._match(sub, ref, evidence, listed=listed))), None)
 
     def judge(self, submission: Submission, key: AnswerKey, *, record: str = "") -> Verdict:
-        """`record` is the case's agent-visible record text; only abbreviation definitions are read from it."""
-        cue = extra_cue(strip_label(submission.final_diagnosis), key.final_diagnosis)
-        why = self.same(
-            submission.final_diagnosis,
-            key.final_diagnosis,
-            record=record,
-            reasoning=submission.diagnostic_reasoning,
-        )
+        """Default-deny (issue 40): accept only when the name matches (rules 1–5, the reasoning never read) and
+        every token of the normalised submission is accounted for; reject on a cue or a different name; any
+        other case is undecided. `record` is the case's agent-visible record text; only abbreviation
+        definitions are read from it."""
         hit = any(
             self.same(entry, key.final_diagnosis, record=record)
             for entry in differential_entries(submission.differential_diagnosis)
         )
+        verdict = self._decide(submission.final_diagnosis, key.final_diagnosis, record)
+        return Verdict(
+            diagnosis_correct=verdict.decision == "accept",
+            differential_hit=hit,
+            reason=f"rules judge: {verdict.reason}",
+            undecided=verdict.decision == "undecided",
+        )
+
+    def _decide(self, submitted: str, reference: str, record: str) -> _Decision:
+        norm = normalise(submitted)
+        text = strip_label(norm.text)
+        cue = extra_cue(text, reference)
+        if cue:
+            return _Decision("reject", f"the submission adds {cue!r}, a negation, exclusion or alternative")
+        if norm.confusable:
+            return _Decision("undecided", "letters from another script that look Latin")
+        if norm.markup:
+            return _Decision("undecided", "markup the rules do not read")
+        if len([item for item in LIST_ITEM.split(text) if item.strip()]) > 1:
+            return _Decision("reject", "several lines or bullets: a list, not one diagnosis")
+        # the allowlist stands where the reasoning used to: the only licence for an extra word (issue 40)
+        why = self.same(text, reference, record=record, reasoning=" ".join(sorted(ALLOWED)))
+        known = {**ABBREVIATIONS, **definitions(record), **definitions(reference)}
+        unaccounted = self._unaccounted(text, reference, known)
+        clash = self._qualifier_clash(text, reference)
+        if why and clash:
+            return _Decision("undecided", f"adds {clash!r} beside a reference qualifier of the same kind")
+        if why and not unaccounted:
+            return _Decision("accept", why)
         if why:
-            reason = f"rules judge: {why}"
-        elif cue:
-            reason = f"rules judge: the submission adds {cue!r}, a negation, exclusion or alternative"
-        else:
-            reason = "rules judge: not the reference's name or an accepted variant of it"
-        return Verdict(diagnosis_correct=why is not None, differential_hit=hit, reason=reason)
+            return _Decision("undecided", f"{why}, but {sorted(unaccounted)[:3]} are not accounted for")
+        if self._covers(text, reference, known):
+            return _Decision("undecided", "names the reference with words the rules cannot account for")
+        if self._name(text, known, rewrite=True).unknown:
+            return _Decision("undecided", "an abbreviation no table or case definition explains")
+        return _Decision("reject", "not the reference's name or an accepted variant of it")
+
+    def _ref_words(self, reference: str, known: Mapping[str, str]) -> set[str]:
+        words: set[str] = set()
+        for name in _forms(reference, reference=True).names:
+            for table, rewrite in ((known, True), ({}, False)):
+                words |= self._name(name, table, rewrite=rewrite).words
+        return words
+
+    def _unaccounted(self, submitted: str, reference: str, known: Mapping[str, str]) -> set[str]:
+        """Tokens of `submitted` that are neither reference words (or an equivalent's), allowlisted qualifiers
+        nor a named cause after a "secondary to"-style link; symbols count unless the reference has them."""
+        ref_words = self._ref_words(reference, known)
+        symbols = {
+            c
+            for c in submitted
+            if not (c.isalnum() or c.isspace() or c in "-‐‑–'’,.()") and c not in reference
+        }
+        opened = BRACKET.sub(" ", submitted)
+        best: set[str] | None = None
+        for rewrite, table in ((True, known), (False, {})):
+            name = self._name(opened, table, rewrite=rewrite)
+            if name.unknown:
+                refs = [
+                    self._name(n, table, rewrite=rewrite) for n in _forms(reference, reference=True).names
+                ]
+                name = self._initials(name, refs[0])
+            sequence = list(name.sequence)
+            missing = {w for w in sequence if w not in ref_words and w not in ALLOWED}
+            missing -= OPTIONAL - HEDGES
+            best = missing if best is None or len(missing) < len(best) else best
+        return (best or set()) | symbols
+
+    @staticmethod
+    def _qualifier_clash(submitted: str, reference: str) -> str | None:
+        """An allowlisted word the submission adds while the reference already has a qualifier of its
+        category ("right" beside the reference's "left"): a swap or a second site, never a refinement."""
+        ref = set(canonical(reference))
+        kinds = {category_of(w) for w in ref} - {None, Category.FORM}
+        return next(
+            (w for w in canonical(submitted) if w not in ref and category_of(w) in kinds),
+            None,
+        )
+
+    def _covers(self, submitted: str, reference: str, known: Mapping[str, str]) -> bool:
+        """The submission holds every reference word, plus extras that are not a cue or a second condition."""
+        ref = self._name(reference, known, rewrite=True).words
+        sub = self._name(BRACKET.sub(" ", submitted), known, rewrite=True).words
+        extra = sub - ref
+        return bool(ref) and ref <= sub and not any(condition_word(w) or w in RELATIONS for w in extra)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    decision: str
+    reason: str
 
 
 def differential_entries(text: str) -> list[str]:

@@ -71,15 +71,21 @@ def grade(
     judge_rules = isinstance(judge, RulesJudge)
     extras: dict[str, float | int | bool | None] = {"submitted": submission is not None}
     if submission is None:
-        extras.update(diagnosis_correct=False, differential_hit=False)
+        extras.update(diagnosis_correct=False, differential_hit=False, undecided=False)
     else:
         verdict = judge.judge(submission, key, record=text)
-        extras.update(diagnosis_correct=verdict.diagnosis_correct, differential_hit=verdict.differential_hit)
+        # an undecided rules verdict scores as not correct; its rate tells where the offline score is unsure
+        extras.update(
+            diagnosis_correct=verdict.diagnosis_correct,
+            differential_hit=verdict.differential_hit,
+            undecided=verdict.undecided,
+        )
         if not judge_rules:  # a shadow verdict, for the rules-vs-LLM agreement figure
             shadow = RulesJudge().judge(submission, key, record=text)
             extras.update(
                 rules_diagnosis_correct=shadow.diagnosis_correct,
                 rules_differential_hit=shadow.differential_hit,
+                rules_undecided=shadow.undecided,
             )
     correct = bool(extras["diagnosis_correct"])
     seen = exposure(case, key)

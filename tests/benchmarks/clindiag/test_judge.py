@@ -89,11 +89,16 @@ def test_broader_related_complicated_and_opposite_names_are_wrong():
     assert not correct("Cushing disease", "Cushing syndrome")
 
 
-def test_a_more_specific_name_counts_only_when_the_reasoning_states_the_extra_words():
+def decision(submitted, reference, *, reasoning=""):
+    return RulesJudge().judge(Submission(submitted, "", reasoning), AnswerKey(reference, "", "")).decision
+
+
+def test_only_the_allowlist_admits_an_extra_word_and_the_reasoning_never_does():
     reference = "Zarnow dysplasia"
-    assert not correct("Zarnow dysplasia type 2", reference)
-    assert not correct("Zarnow dysplasia type 2", reference, reasoning="The biopsy fits Zarnow dysplasia.")
-    assert correct("Zarnow dysplasia type 2", reference, reasoning="Genetic testing showed type 2 disease.")
+    assert decision("Zarnow dysplasia type 2", reference) == "accept"
+    assert decision("Chronic bilateral Zarnow dysplasia", reference) == "accept"
+    assert decision("Zarnow dysplasia purple", reference) == "undecided"
+    assert decision("Zarnow dysplasia purple", reference, reasoning="The lesion was purple.") == "undecided"
 
 
 def test_differential_hit_reads_entries_and_refuses_negated_ones():
@@ -136,10 +141,9 @@ def test_no_reasoning_talks_a_doubt_or_a_list_into_the_diagnosis(submitted, reas
     assert not correct(submitted, "Quellmann-Orsk syndrome", reasoning=reasoning)
 
 
-def test_the_reasoning_may_spell_out_an_abbreviation_the_submission_uses():
+def test_an_abbreviation_only_the_reasoning_defines_is_undecided():
     reasoning = "Biopsy showed Varn-type xanthomatous keratosis (VXK) of both palms."
-    assert correct("VXK", "Varn-type xanthomatous keratosis", reasoning=reasoning)
-    assert not correct("VXK of the palms", "Varn-type xanthomatous keratosis", reasoning="")
+    assert decision("VXK", "Varn-type xanthomatous keratosis", reasoning=reasoning) == "undecided"
 
 
 def test_synonym_rewrites_apply_to_whole_names_only():
@@ -177,3 +181,62 @@ def test_abbreviations_and_eponyms_from_a_list_written_apart_from_the_judge_are_
     ]
     eponyms = [correct(a, b) and correct(b, a) for a, b in EPONYM_PAIRS]
     assert sum(inside) >= 0.9 * len(inside) and sum(eponyms) >= 0.85 * len(eponyms)
+
+
+def test_an_allowlisted_qualifier_beside_one_of_its_kind_in_the_reference_is_not_accepted():
+    reference = "Zarnow fistula between the left atrium and the left vein"
+    assert decision("Zarnow fistula between the right atrium and the left vein", reference) != "accept"
+    assert decision("Zarnow fistula between the left atrium and the left vein", reference) == "accept"
+
+
+@pytest.mark.parametrize(
+    "submitted, expected",
+    [
+        ("Zarnow dysplasia", "accept"),
+        ("Zarn\u200bow dysplasia", "accept"),
+        ("Ｚarnow dysplasia", "accept"),
+        ("Zаrnow dysplasia", "undecided"),
+        ("~~Zarnow dysplasia~~", "undecided"),
+        ("<i>Zarnow dysplasia", "undecided"),
+        ("Zarnow dysplasia ✓", "undecided"),
+        ("It isn't Zarnow dysplasia", "reject"),
+        ("Zarnow dysplasia (ruled out)", "reject"),
+        ("History of Zarnow dysplasia", "undecided"),
+        ("Zarnow dysplasia; sarcoidosis", "reject"),
+    ],
+)
+def test_normalisation_folds_width_and_zero_width_and_refuses_look_alikes_and_markup(submitted, expected):
+    assert decision(submitted, "Zarnow dysplasia") == expected
+
+
+def test_a_remark_after_a_reference_that_has_a_cause_is_not_accepted():
+    reference = "Zarnow neuropathy due to Kellin enzyme deficiency"
+    assert decision(reference, reference) == "accept"
+    assert decision(f"{reference} (resolved)", reference) == "undecided"
+
+
+@pytest.mark.parametrize(
+    "submitted",
+    [
+        "- {n}\n- Adult syndrome",
+        "{n}\nTuberculosis",
+        "• {n} • Tuberculosis",
+        "Tuberculosis\n\n{n}",
+    ],
+)
+def test_a_list_written_as_lines_or_bullets_is_never_accepted(submitted):
+    n = "Pulmonary sarcoidosis"
+    verdict = RulesJudge().judge(Submission(submitted.format(n=n), "", ""), AnswerKey(n, "", ""))
+    assert not verdict.diagnosis_correct
+
+
+@pytest.mark.parametrize("submitted", ["!{n}", "{n}!", "¬{n}", "{n} ✗", ";{n}"])
+def test_a_mark_other_than_a_full_stop_is_never_accepted(submitted):
+    n = "Pulmonary sarcoidosis"
+    verdict = RulesJudge().judge(Submission(submitted.format(n=n), "", ""), AnswerKey(n, "", ""))
+    assert not verdict.diagnosis_correct
+
+
+def test_a_closing_full_stop_is_still_the_name():
+    n = "Pulmonary sarcoidosis"
+    assert RulesJudge().judge(Submission(f"{n}.", "", ""), AnswerKey(n, "", "")).diagnosis_correct
