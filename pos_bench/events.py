@@ -349,6 +349,13 @@ def parse_all(rows: Iterable[Mapping[str, Any]]) -> list[Event]:
 def read(path: Path) -> Iterator[Event]:
     """The events of an `events.jsonl` file, in order; none when the file is absent. A line that is not a
     JSON object (the torn last line of a killed run) is skipped."""
+    for data in json_objects(path):
+        yield parse(data)
+
+
+def json_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, in order; none when it is absent. A line that is not a JSON object
+    (the torn last line of a killed run) is skipped; bytes that are not UTF-8 are a `DamagedFile`."""
     if not path.is_file():
         return
     for _, line in text_lines(path):
@@ -357,7 +364,7 @@ def read(path: Path) -> Iterator[Event]:
         except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(data, dict):
-            yield parse(data)
+            yield data
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import pandas as pd
 from filelock import FileLock, Timeout
 
 from pos_bench import events
-from pos_bench.events import DamagedFile, text_lines
+from pos_bench.events import DamagedFile
 from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX, POLICY_ROLE, context_load, role_cost
 from pos_bench.transcript import find_episode
 from pos_bench.types import usage_from_json
@@ -108,17 +108,7 @@ def read_json(path: Path) -> dict[str, Any]:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Whole lines only: a torn last line of a killed run is skipped; a line that is not UTF-8 is a
     `DamagedFile` naming the file and line."""
-    if not path.exists():
-        return []
-    rows = []
-    for _, line in text_lines(path):
-        try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            rows.append(value)
-    return rows
+    return list(events.json_objects(path))
 
 
 def episode_folder(run_dir: Path, task_id: str, trial: int = 0) -> Path:

@@ -120,6 +120,10 @@ MAX_REPLY_BYTES = 16 * 1024 * 1024
 """The default bound on one reply body (`model.max_reply_bytes`): far above any real completion or model list."""
 
 
+MAX_TOKEN_COUNT = 10**12
+"""No call reads or writes this many tokens; a larger count (1e300 is a whole number) would overflow the tables."""
+
+
 def token_count(value: Any, name: str) -> int:
     """A token count of a server's `usage`, as a whole number ≥ 0 (absent: 0). Anything else (negative,
     fractional, non-finite, not a number) makes the response malformed (`ValueError`), never a count that would
@@ -128,7 +132,7 @@ def token_count(value: Any, name: str) -> int:
         return 0
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
         raise ValueError(f"malformed usage: {name} is {value!r}, not a count of tokens")
     return value
 
