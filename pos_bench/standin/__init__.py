@@ -5,7 +5,8 @@ vLLM-like deployment, so a sweep can be played at full size before anyone pays f
 - `prefix.py`: the prefix cache behind `cached_tokens`;
 - `instance.py`: the smallest value a JSON schema accepts;
 - `replies.py`: the reply to one request (schema-valid, a legal action for a policy);
-- `server.py`: the HTTP server; `command.py`: its command line (`scripts/standin_server.py`).
+- `wire.py`: the OpenAI shapes it sends; `server.py`: the HTTP server;
+- `command.py`: its command line (`python -m pos_bench.standin`, `scripts/standin_server.py`).
 
 `docs/fullsize.md` gives the model's parameters and where they come from.
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import string
+
 # the standard library's own parse of an expression (private modules, but the ones `re` itself runs on)
 from re import _constants as sre
 from re import _parser as sre_parse

@@ -21,12 +21,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 from pos_bench.standin.prefix import PrefixCache
-from pos_bench.standin.replies import message_text, reply_text
+from pos_bench.standin.replies import reply_text
 from pos_bench.standin.service import Changes, Clock, ServiceModel
+from pos_bench.standin.wire import Answer, chat_template, chunk, completion, error_body, usage
 
 TOKENIZER = "o200k_base"
-SERVED_BY = "pos_bench-standin"
-"""The `system_fingerprint` of every reply, so a transcript says a stand-in answered it."""
 
 
 @dataclass(frozen=True)
@@ -83,16 +82,6 @@ class Listener(ThreadingHTTPServer):
     request_queue_size = 1024
     """A backlog as deep as real servers keep: with the default 5, a burst of connections loses SYNs, which
     clients resend only after a second, a delay no real endpoint adds."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    key: int
-    text: str
-    prompt_tokens: int
-    cached_tokens: int
-    output_tokens: int
-    finish_reason: str
 
 
 class StandinServer:
@@ -243,57 +232,6 @@ class StandinServer:
             else:
                 self._counts["client_gone"] += 1
             self._lock.notify_all()
-
-
-def chat_template(messages: Any) -> str:
-    """The text a server would read for `messages`: each message's role marker, then its text."""
-    parts = [f"<|{m.get('role', 'user')}|>\n{message_text(m)}\n" for m in messages if isinstance(m, Mapping)]
-    return "".join(parts) + "<|assistant|>\n"
-
-
-def completion(body: Mapping[str, Any], answer: Answer) -> dict[str, Any]:
-    """The chat-completion object of a whole (not streamed) reply."""
-    return {
-        "id": f"chatcmpl-standin-{answer.key}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", ""),
-        "system_fingerprint": SERVED_BY,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer.text},
-                "finish_reason": answer.finish_reason,
-            }
-        ],
-        "usage": usage(answer),
-    }
-
-
-def usage(answer: Answer) -> dict[str, Any]:
-    return {
-        "prompt_tokens": answer.prompt_tokens,
-        "completion_tokens": answer.output_tokens,
-        "total_tokens": answer.prompt_tokens + answer.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": answer.cached_tokens},
-    }
-
-
-def chunk(
-    body: Mapping[str, Any], answer: Answer, delta: Mapping[str, Any], finish: str | None
-) -> dict[str, Any]:
-    """One server-sent event of a streamed reply."""
-    return {
-        "id": f"chatcmpl-standin-{answer.key}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": body.get("model", ""),
-        "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}],
-    }
-
-
-def error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "code": None}}
 
 
 def _handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
