@@ -143,15 +143,3 @@ def checked_overrides(overrides: Any, source: Path) -> list[str]:
         if problem := _problem(parsed):
             raise ConfigError(f"{source}: override {text!r} refused: {problem}; a run folder is data, never code")
     return list(overrides)
-
-
-def checked_folder_name(name: Any, source: Path) -> str:
-    """A run folder's name as registered in `source` (an `index.json`): one plain path component."""
-    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name or "\\" in name:
-        raise ConfigError(f"{source}: `folder` {name!r} is not a plain folder name")
-    return name
-
-
-def plain_names(entries: Iterable[Any], source: Path) -> list[str]:
-    """The folder names of `index.json` entries, each checked with `checked_folder_name`."""
-    return [checked_folder_name(e.get("folder") if isinstance(e, dict) else None, source) for e in entries]

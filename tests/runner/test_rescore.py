@@ -35,6 +35,28 @@ def python(*args, env):
     )
 
 
+def played_run(results_root, env, *, limit: int, threads: bool = False):
+    """A rules-judged ClinDiag run of the scripted model's one submission; its run folder."""
+    backend = ["runner.backend=threading"] if threads else []
+    played = python(
+        "-m",
+        "pos_bench",
+        "bench=clindiag",
+        f"bench.limit={limit}",
+        "method=raw",
+        "model=scripted",
+        f"model.default='{json.dumps(SUBMISSION)}'",
+        *backend,
+        "runner.progress=false",
+        "cache.mode=off",
+        f"results_root={results_root}",
+        env=env,
+    )
+    assert played.returncode == 0, played.stderr
+    (run_dir,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    return run_dir
+
+
 @pytest.fixture()
 def env(shared, tmp_path):
     return {
@@ -47,22 +69,7 @@ def env(shared, tmp_path):
 
 def test_a_rules_judged_run_is_judged_again_by_an_llm_judge_without_replaying(tmp_path, env):
     results_root = tmp_path / "results"
-    played = python(
-        "-m",
-        "pos_bench",
-        "bench=clindiag",
-        "bench.limit=3",
-        "method=raw",
-        "model=scripted",
-        f"model.default='{json.dumps(SUBMISSION)}'",
-        "runner.backend=threading",
-        "runner.progress=false",
-        "cache.mode=off",
-        f"results_root={results_root}",
-        env=env,
-    )
-    assert played.returncode == 0, played.stderr
-    (run_dir,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    run_dir = played_run(results_root, env, limit=3, threads=True)
     before = json.loads((run_dir / "summary.json").read_text())
     run_meta = json.loads((run_dir / "run.json").read_text())
     assert before["labels"]["judge"] == run_meta["labels"]["judge"] == "rules"
@@ -150,21 +157,7 @@ def without_paths(text: str, *folders) -> str:
 def test_a_copied_run_is_rescored_and_tabled_as_the_original(tmp_path, env):
     # The copy is a lone run folder (no index.json beside it) whose results root is deleted before it is read.
     results_root = tmp_path / "A"
-    played = python(
-        "-m",
-        "pos_bench",
-        "bench=clindiag",
-        "bench.limit=2",
-        "method=raw",
-        "model=scripted",
-        f"model.default='{json.dumps(SUBMISSION)}'",
-        "runner.progress=false",
-        "cache.mode=off",
-        f"results_root={results_root}",
-        env=env,
-    )
-    assert played.returncode == 0, played.stderr
-    (original,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    original = played_run(results_root, env, limit=2)
     on_original = python("-m", "pos_bench.runner.rescore", str(original), env=env)
     tables_original = python("scripts/tables.py", str(original), env=env)
     assert on_original.returncode == 0 and tables_original.returncode == 0, on_original.stderr
@@ -200,22 +193,7 @@ def test_recorded_overrides_come_from_run_json_without_the_recording_machines_pl
 @pytest.mark.parametrize("damage", ["emptied", "deleted", "not utf-8", "cut short", "not json"])
 def test_a_missing_or_damaged_transcript_is_an_error_row_never_a_result(damage, tmp_path, env):
     results_root = tmp_path / "results"
-    played = python(
-        "-m",
-        "pos_bench",
-        "bench=clindiag",
-        "bench.limit=2",
-        "method=raw",
-        "model=scripted",
-        f"model.default='{json.dumps(SUBMISSION)}'",
-        "runner.backend=threading",
-        "runner.progress=false",
-        "cache.mode=off",
-        f"results_root={results_root}",
-        env=env,
-    )
-    assert played.returncode == 0, played.stderr
-    (run_dir,) = [p.parent for p in results_root.glob("clindiag/raw/scripted/*/summary.json")]
+    run_dir = played_run(results_root, env, limit=2, threads=True)
     rows_before = (run_dir / "results.jsonl").read_text()
     damaged, intact = sorted(run_dir.glob("episodes/*/events.jsonl"))
     text = damaged.read_text()
