@@ -60,19 +60,23 @@ def run_figures(
 
 
 def drift(samples: Sequence[Sample], ends: Sequence[float]) -> tuple[int, float, float]:
-    """Mean driver RSS while the first k episodes ran and while the last k did (k ≤ 100, half the episodes)."""
+    """Mean driver RSS while the first k episodes ran and while the last k did (k ≤ 100, half the episodes);
+    the summary and tables built after the last episode are left out."""
     ends = sorted(ends)
     k = min(100, max(len(ends) // 2, 1))
     first = [s.driver_rss for s in samples if s.time <= ends[k - 1]] or [samples[0].driver_rss]
-    last = [s.driver_rss for s in samples if s.time >= ends[-k]] or [samples[-1].driver_rss]
+    last = [s.driver_rss for s in samples if ends[-k] <= s.time <= ends[-1]]
+    if not last:  # the last episodes ended between two samples: the sample just before the last end
+        last = [next((s for s in reversed(samples) if s.time <= ends[-1]), samples[-1]).driver_rss]
     return k, statistics.fmean(first), statistics.fmean(last)
 
 
 def timeline(samples: Sequence[Sample], points: int = 10) -> str:
-    """Driver and workers' RSS at up to `points` moments spread over the sweep."""
+    """The driver's RSS, the workers' together and the largest worker's, at up to `points` moments."""
     step = max(len(samples) // points, 1)
     return ", ".join(
-        f"{s.time - samples[0].time:.0f}s {s.driver_rss / MB:.0f}/{s.workers_rss / MB:.0f}"
+        f"{s.time - samples[0].time:.0f}s {s.driver_rss / MB:.0f}/{s.workers_rss / MB:.0f}/"
+        f"{s.worker_rss_max / MB:.0f}"
         for s in samples[::step]
     )
 
@@ -200,7 +204,7 @@ def memory_lines(played: Played, episodes: Sequence[Episode]) -> list[str]:
             f"child processes (workers and their helpers): at most {max(s.workers for s in samples)}, one at most "
             f"{max(s.worker_rss_max for s in samples) / MB:.0f} MB, together at most {peak.workers_rss / MB:.0f} MB"
         ),
-        f"RSS over time (s driver/workers MB): {timeline(samples)}",
+        f"RSS over time (s: driver/all workers/largest worker MB): {timeline(samples)}",
         (
             f"open files: driver at most {max(s.driver_files for s in samples)} (first {samples[0].driver_files}, "
             f"last {samples[-1].driver_files}), workers together at most {max(s.workers_files for s in samples)}; "
