@@ -55,6 +55,12 @@ def arguments() -> argparse.ArgumentParser:
         "--retry-after", type=float, default=faults.retry_after_s, help="Retry-After of a 429"
     )
     parser.add_argument("--seed", type=int, default=faults.seed, help="seed of the fault draws")
+    parser.add_argument(
+        "--reply-tokens",
+        type=int,
+        default=settings.reply_tokens,
+        help="fewest output tokens per reply (schema-valid text, then spaces; up to max_tokens)",
+    )
     parser.add_argument("--served-name", default=settings.served_name, help="the model id /v1/models lists")
     return parser
 
@@ -73,6 +79,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         ),
         served_name=args.served_name,
         cache_tokens=args.cache_tokens,
+        reply_tokens=args.reply_tokens,
     )
 
 

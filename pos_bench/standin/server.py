@@ -56,6 +56,16 @@ class Settings:
     """Prefix-cache room in tokens: the KV cache an 8B model leaves free on an 80 GB GPU (docs/fullsize.md)."""
     chunk_seconds: float = 0.1
     """How often a streamed reply sends the tokens decoded since its last chunk."""
+    reply_tokens: int = 0
+    """The fewest output tokens a reply has: a shorter schema-valid reply is followed by spaces, one per token
+    missing (counted so, not tokenised), up to the request's `max_tokens`; so a slow stand-in can be made to
+    write replies as long as a real model's (the 15 tokens/s check of docs/fullsize.md)."""
+
+    def __post_init__(self) -> None:
+        if self.reply_tokens < 0:
+            raise ValueError(f"reply_tokens must be ≥ 0, got {self.reply_tokens}")
+        if not self.chunk_seconds > 0:
+            raise ValueError(f"chunk_seconds must be > 0, got {self.chunk_seconds}")
 
 
 @dataclass(frozen=True)
@@ -192,21 +202,26 @@ class StandinServer:
         prompt = self._encoding.encode_ordinary(chat_template(body.get("messages") or ()))
         output = self._encoding.encode_ordinary(text)
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        limit = limit if isinstance(limit, int) and limit > 0 else None
         finish = "stop"
-        if isinstance(limit, int) and 0 < limit < len(output):
+        if limit is not None and limit < len(output):
             output, finish = output[:limit], "length"
             text = self._encoding.decode(output)
+        written = len(output)
+        padding = min(self.settings.reply_tokens, limit or self.settings.reply_tokens) - written
+        if padding > 0:
+            text, written = text + " " * padding, written + padding
         with self._lock:
             cached = self._cache.read(prompt)
             key = next(self._keys)
             self._events[key] = (threading.Event(), threading.Event())
             changes = self._clock.admit(
-                key, read_tokens=len(prompt) - cached, output_tokens=len(output), now=self._now()
+                key, read_tokens=len(prompt) - cached, output_tokens=written, now=self._now()
             )
             self._signal(changes)
             self._counts["max_in_flight"] = max(self._counts["max_in_flight"], self._clock.in_flight)
             self._lock.notify_all()
-        return Answer(key, text, len(prompt), cached, len(output), finish)
+        return Answer(key, text, len(prompt), cached, written, finish)
 
     def wait_first_token(self, answer: Answer) -> None:
         self._events[answer.key][0].wait()
