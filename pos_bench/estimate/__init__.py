@@ -339,7 +339,15 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
                     "output_per_mtok": args.output_per_mtok or 0,
                 }
             }
-        spc = args.seconds_per_call or profile.seconds_per_call or DEFAULT_SECONDS_PER_CALL
+        speed = getattr(args, "speed", None)
+        calls = sum(r.calls for r in profile.roles.values())
+        measured = (
+            speed.first_token_s
+            + sum(r.output_tokens for r in profile.roles.values()) / calls / speed.tokens_per_s
+            if speed is not None and calls
+            else None
+        )  # one call at the measured speed, alone on the server (more in flight share it)
+        spc = args.seconds_per_call or measured or profile.seconds_per_call or DEFAULT_SECONDS_PER_CALL
         out.append(
             Estimate(picked, episodes, source, profile, concurrency_of(cfg, args.concurrency), spc, prices)
         )
@@ -374,6 +382,24 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
     return "\n".join(lines)
 
 
+def measured_speed(overrides: Sequence[str]) -> Any:
+    """The configured model's speed (`models/speed.py`) for the first combination, its warnings printed."""
+    from omegaconf import OmegaConf
+
+    from pos_bench.models.speed import speed_warnings
+
+    cfg = OmegaConf.to_container(compose(next(combinations(overrides))), resolve=True)
+    speed, lines = speed_warnings(cfg)
+    if speed is not None:
+        print(
+            f"measured: first token {speed.first_token_s:.2f} s, {speed.tokens_per_s:.1f} tokens/s per request "
+            "(alone on the server; seconds per call below use it)"
+        )
+    for line in lines:
+        print(f"warning: {line}")
+    return speed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pos_bench.estimate", description=__doc__.split("\n")[0])
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, sweeps included (method=raw,pos)")
@@ -389,8 +415,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--input-per-mtok", type=float, help="price per million input tokens (all roles)")
     parser.add_argument("--output-per-mtok", type=float, help="price per million output tokens (all roles)")
     parser.add_argument("--probe-turns", type=int, default=6, help="turns of the structural probe on toy")
+    parser.add_argument(
+        "--measure-speed",
+        action="store_true",
+        help="time one streamed reply of the configured model (one request; the server must be up): seconds "
+        "per call from its speed, and a warning per reply limit that would take minutes",
+    )
     args = parser.parse_args(argv)
     with configs():
+        args.speed = measured_speed(args.overrides) if args.measure_speed else None
         print(format_estimates(estimate(args.overrides, args)))
         extra = [combo for line in beyond_the_paper(args.overrides) for combo in combinations(line)]
         if extra:
