@@ -422,6 +422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per call from its speed, and a warning per reply limit that would take minutes",
     )
     args = parser.parse_args(argv)
+    from pos_bench.__main__ import settable
+
+    args.overrides = settable(args.overrides)  # `model.timeout=2` as `python -m pos_bench` takes it
     with configs():
         args.speed = measured_speed(args.overrides) if args.measure_speed else None
         print(format_estimates(estimate(args.overrides, args)))

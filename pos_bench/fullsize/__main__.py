@@ -31,6 +31,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from pos_bench.__main__ import settable
 from pos_bench.fullsize.printout import printout, run_figures
 from pos_bench.fullsize.record import read_runs
 from pos_bench.fullsize.sweep import build_times, play, pointed_at, predicted, standin, standin_stats
@@ -55,6 +56,7 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments().parse_args(argv)
+    args.overrides = settable(args.overrides)  # `model.timeout=2` as `python -m pos_bench` takes it
     _, settings = standin_settings(shlex.split(args.standin))
     with contextlib.ExitStack() as stack:
         root = args.results or Path(
