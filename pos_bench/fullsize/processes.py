@@ -138,3 +138,19 @@ def cpu_between(samples: Sequence[Sample], start: float, end: float) -> float:
     first = next((s for s in reversed(samples) if s.time <= start), samples[0])
     last = next((s for s in samples if s.time >= end), samples[-1])
     return last.cpu - first.cpu
+
+
+def children() -> set[int]:
+    """This process's children and their descendants, now."""
+    try:
+        return set(descendants(os.getpid()))
+    except (OSError, LookupError):
+        return set()
+
+
+def footprint(before: set[int]) -> tuple[int, float]:
+    """The processes below this one that were not there `before` (an episode's servers, started since), and
+    their resident memory in MB together."""
+    started = children() - before
+    sizes = [u[0] for u in map(usage_or_none, started) if u is not None]
+    return len(sizes), sum(sizes) / 1e6

@@ -22,6 +22,9 @@ from typing import Any
 from pos_bench.benchmarks.loca.real.configs import NPM_PACKAGES, CaseConfig
 from pos_bench.benchmarks.loca.real.isolation import bwrap_path, sandbox_argv, scrubbed_environ
 
+TETHER = Path(__file__).with_name("tether.py")
+"""The launcher that makes a server die with the worker that started it (`tether.py`)."""
+
 CODE_SERVERS = frozenset({"python_execute", "terminal"})
 """Server types that run model-written code."""
 
@@ -134,6 +137,7 @@ def mcp_config(
             if bwrap:
                 script_dirs = [Path(a).parent for a in argv[1:2] if Path(a).is_file()]
                 argv = [*sandbox_argv(workspace, [*script_dirs, installed.python_dir], bwrap), *argv]
+        argv = tethered(argv)
         servers[name] = {
             "command": argv[0],
             "args": argv[1:],
@@ -141,6 +145,11 @@ def mcp_config(
             **({"cwd": cwd} if cwd else {}),
         }
     return {"mcpServers": servers}
+
+
+def tethered(argv: list[str]) -> list[str]:
+    """`argv` run through the tether: killed by the kernel when the thread that launched it is gone."""
+    return [sys.executable, "-I", str(TETHER), *argv]
 
 
 def launch_key(config: Mapping[str, Any]) -> str:
