@@ -51,6 +51,9 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--env-sample", type=int, default=20, help="episodes per run whose env is replayed")
     parser.add_argument("--sample-s", type=float, default=1.0, help="seconds between process samples")
     parser.add_argument("--no-build", action="store_true", help="skip timing the tables and the report")
+    parser.add_argument(
+        "--no-browser", action="store_true", help="skip opening the report in headless Chromium"
+    )
     return parser
 
 
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_figures(run, settings.service, played.samples, cores=args.cores, env_sample=args.env_sample)
             for run in runs
         ]
-        built = None if args.no_build else build_times(root)
+        built = None if args.no_build else build_times(root, browser=not args.no_browser)
         print(printout(settings.service, played, stats, runs, figures, prediction, built))
     return played.code
 

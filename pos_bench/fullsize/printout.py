@@ -105,6 +105,8 @@ def printout(
             f"tables {built.tables_s:.1f} s, report {built.report_s:.1f} s ({built.report_bytes / MB:.2f} MB) "
             "over the sweep" + "".join(f"; FAILED {f}" for f in built.failed)
         )
+        if built.browser:
+            lines.append(built.browser)
     return "\n".join([*lines, "", *estimate_lines(runs, prediction)])
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pos_bench.fullsize.browser import browser_check
 from pos_bench.fullsize.processes import Sample, Sampler, alive
 from pos_bench.standin.command import READY
 
@@ -129,9 +130,11 @@ class Built:
     report_s: float
     report_bytes: int
     failed: tuple[str, ...] = field(default=())
+    browser: str = ""
+    """The browser check's line (`browser.py`)."""
 
 
-def build_times(root: Path) -> Built:
+def build_times(root: Path, *, browser: bool = True) -> Built:
     """Wall seconds of `scripts/tables.py` and `python -m pos_bench.report` over the whole sweep."""
     failed, seconds = [], []
     report = root / "report.html"
@@ -145,4 +148,5 @@ def build_times(root: Path) -> Built:
         if done.returncode:
             failed.append(f"{' '.join(command[1:3])}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
     size = report.stat().st_size if report.exists() else 0
-    return Built(seconds[0], seconds[1], size, tuple(failed))
+    seen = browser_check(report) if report.exists() and browser else "browser check skipped (--no-browser)"
+    return Built(seconds[0], seconds[1], size, tuple(failed), seen)
