@@ -15,6 +15,7 @@ much generated text rests on how much context, Σ_t (n_in,t + 2·n_out,t)·n_out
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,12 +202,7 @@ def summarize(
     played = any(r.status == "done" for r in results)
     if played and "model" in labels and not any(r.usage for r in everything):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
-    by_group: dict[str, dict[str, float]] = {}
-    import pandas as pd  # imported here: a config answer must not pay for pandas (tests/test_startup.py)
-
-    frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
-    for key in [c for c in frame.columns if c != "_success"]:
-        by_group[key] = {str(k): float(v) for k, v in frame.groupby(key)["_success"].mean().items()}
+    by_group = success_by_group(results)
     successes = sum(r.success for r in results)
     ledger = Ledger()
     for r in everything:
@@ -233,6 +229,26 @@ def summarize(
         overflow=sum(r.unplayed == "overflow" for r in everything),
         ledger=ledger,
     )
+
+
+def success_by_group(results: Sequence[EpisodeResult]) -> dict[str, dict[str, float]]:
+    """Success rate per value of each task-meta key (episodes without the key, or with None, left out), the
+    values in sorted order. Plain Python: the driver summarises every run of a sweep, and pandas would add
+    ~90 MB to it after the first run (issue 44)."""
+    groups: dict[str, dict[Any, list[bool]]] = {}
+    for r in results:
+        for key, value in r.task_meta.items():
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                groups.setdefault(key, {}).setdefault(value, []).append(r.success)
+    return {
+        key: {str(v): sum(hits) / len(hits) for v, hits in sorted(values.items(), key=_order)}
+        for key, values in groups.items()
+    }
+
+
+def _order(item: tuple[Any, Any]) -> tuple[int, Any]:
+    value = item[0]
+    return (0, value) if isinstance(value, int | float) and not isinstance(value, bool) else (1, str(value))
 
 
 def write_summary(path: Path, summary: Summary, redactor: Redactor = NO_SECRETS) -> None:
