@@ -316,6 +316,15 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
             row["cost_per_ep"] = round(method_cost / max(data["episodes"], 1), 4)
         row.update({k: round(v, 3) for k, v in data["extras"].items()})
         rows.append(row)
-    import pandas as pd
+    return plain_table(rows) if rows else "(no runs)"
 
-    return pd.DataFrame(rows).to_string(index=False) if rows else "(no runs)"
+
+def plain_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as right-aligned text columns (a cell a row lacks: NaN), as pandas prints them without the index;
+    plain Python, so the sweep's driver never imports pandas (issue 44)."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[str(row.get(c, "NaN")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    lines = [[c.rjust(w) for c, w in zip(columns, widths, strict=True)]]
+    lines += [[v.rjust(w) for v, w in zip(line, widths, strict=True)] for line in cells]
+    return "\n".join(" ".join(line) for line in lines)

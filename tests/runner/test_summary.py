@@ -90,14 +90,26 @@ def test_grouping_leaves_out_episodes_without_the_key_and_orders_numbers_by_valu
     assert list(grouped["length"]) == ["8", "16"]
 
 
-def test_summarising_a_run_leaves_pandas_out_of_the_driver():
+def test_the_table_aligns_its_columns_and_marks_a_missing_cell():
+    from pos_bench.runner.summary import plain_table
+
+    table = plain_table([{"run": "toy/raw", "success": "50.0%"}, {"run": "toy/pos", "extra": 0.25}])
+    assert table.splitlines() == [
+        "    run success extra",
+        "toy/raw   50.0%   NaN",
+        "toy/pos     NaN  0.25",
+    ]
+
+
+def test_summarising_and_printing_a_run_leave_pandas_out_of_the_driver():
     import subprocess
     import sys
 
     code = (
         "import sys; from pos_bench.runner.summary import summarize; from pos_bench.types import EpisodeResult;"
-        "summarize([EpisodeResult(task_id='t', status='done', success=True, score=1.0, steps=1, turns=1,"
+        "s = summarize([EpisodeResult(task_id='t', status='done', success=True, score=1.0, steps=1, turns=1,"
         " usage={}, extras={}, task_meta={'g': 'x'})], {});"
+        "from pos_bench.runner.summary import format_table; format_table([s]);"
         "print('pandas' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
