@@ -252,13 +252,17 @@ def probe(
 
 
 def extrapolated(
-    short: tuple[float, dict[str, RoleCost]], long: tuple[float, dict[str, RoleCost]], turns: int
-):
+    short: tuple[float, dict[str, RoleCost]],
+    long: tuple[float, dict[str, RoleCost]],
+    turns: int,
+    budget: int | None = None,
+) -> dict[str, RoleCost]:
     """One episode of `turns` turns from probes of two lengths: calls and output tokens grow with the turns;
     input tokens per turn grow with the history a turn carries (a + b·t), fitted on the two probes, so a
-    method that resends its history costs quadratically more, one that bounds it linearly."""
+    method that resends its history costs quadratically more, one that bounds it linearly. `budget` is the
+    longer probe's turn budget: an episode that ended before it ends there whatever the budget."""
     (t1, first), (t2, second) = short, long
-    if t2 <= t1 or t2 < 2:  # the episode ended by itself before the longer probe's budget: that is its length
+    if t2 <= t1 or t2 < 2 or (budget is not None and t2 < budget):  # the episode ended by itself
         return dict(second)
     out = {}
     for role, cost in second.items():
@@ -299,7 +303,7 @@ def profile_for(
     except Exception:  # noqa: BLE001 - the benchmark's data or engine is absent here: its structure on toy
         probes = [probe(method, n, settings) for n in lengths]
         where, others = "toy", recorded_rows(results_root, bench, None)
-    roles = extrapolated(probes[0], probes[1], max_turns)
+    roles = extrapolated(probes[0], probes[1], max_turns, lengths[1])
     note = f"probed on {where} at {lengths[0]} and {lengths[1]} turns"
     if others:  # toy's texts are short: the tokens per call of recorded episodes of this benchmark instead
         per_call = {
