@@ -71,6 +71,14 @@ def drift(samples: Sequence[Sample], ends: Sequence[float]) -> tuple[int, float,
     return k, statistics.fmean(first), statistics.fmean(last)
 
 
+def files_drift(samples: Sequence[Sample], ends: Sequence[float], k: int) -> tuple[int, int]:
+    """The driver's most open files while the first k episodes ran and while the last k did."""
+    ends = sorted(ends)
+    first = [s.driver_files for s in samples if s.time <= ends[k - 1]] or [samples[0].driver_files]
+    last = [s.driver_files for s in samples if ends[-k] <= s.time <= ends[-1]] or [samples[-1].driver_files]
+    return max(first), max(last)
+
+
 def timeline(samples: Sequence[Sample], points: int = 10) -> str:
     """The driver's RSS, the workers' together and the largest worker's, at up to `points` moments."""
     step = max(len(samples) // points, 1)
@@ -195,7 +203,9 @@ def memory_lines(played: Played, episodes: Sequence[Episode]) -> list[str]:
     samples = played.samples
     if not samples:
         return ["memory: no samples (the sweep ended before the first)"]
-    k, first, last = drift(samples, [e.ended for e in episodes] or [samples[-1].time])
+    ends = [e.ended for e in episodes] or [samples[-1].time]
+    k, first, last = drift(samples, ends)
+    files_first, files_last = files_drift(samples, ends, k)
     peak = max(samples, key=lambda s: s.workers_rss)
     return [
         (
@@ -208,8 +218,9 @@ def memory_lines(played: Played, episodes: Sequence[Episode]) -> list[str]:
         ),
         f"RSS over time (s: driver/all workers/largest worker MB): {timeline(samples)}",
         (
-            f"open files: driver at most {max(s.driver_files for s in samples)} (first {samples[0].driver_files}, "
-            f"last {samples[-1].driver_files}), workers together at most {max(s.workers_files for s in samples)}; "
+            f"open files: driver at most {max(s.driver_files for s in samples)} (at most {files_first} while the "
+            f"first {k} episodes ran, {files_last} while the last {k} did; {samples[-1].driver_files} at the end), "
+            f"workers together at most {max(s.workers_files for s in samples)}; "
             f"child processes left running 5 s after the sweep: {len(played.left_running)}"
             + "".join(f"\n  still running: {line}" for line in played.left_running)
         ),

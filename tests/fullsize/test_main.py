@@ -129,7 +129,10 @@ def test_memory_files_and_processes_come_from_samples(sweep):
         r"driver RSS: peak (\d+) MB; while the first \d+ episodes ran (\d+) MB, the last \d+ (\d+) MB", out
     )
     assert 20 < int(peak) < 4000 and int(first) <= int(peak) and int(last) <= int(peak)
-    (files,) = field(r"open files: driver at most (\d+)", out)
+    files, early, late = field(
+        r"open files: driver at most (\d+) \(at most (\d+) while .*?, (\d+) while", out
+    )
     assert int(files) >= 3  # stdin, stdout, stderr at least
+    assert 3 <= int(early) <= int(files) and 3 <= int(late) <= int(files)
     (left,) = field(r"left running 5 s after the sweep: (\d+)", out)
     assert left == "0"
