@@ -125,6 +125,8 @@ def test_the_paper_tables_list_the_compaction_rows_as_a_block_of_their_own():
     methods = sorted(next(o for o in c if o.startswith("method=")) + " " + " ".join(c[-1:]) for c in combos)
     assert len(combos) == 5 and all("model=vllm" in c for c in combos), methods
     assert not beyond_the_paper(["bench=toy", "method=raw"])
+    narrowed = beyond_the_paper(["+experiment=table1_alfworld", "method=raw,pos", "method.x=1", "model=vllm"])
+    assert narrowed == lines  # the command line's methods stay out of the block's own lines
 
 
 def test_a_compaction_row_counts_the_compactor_of_its_own_strategy_only(tmp_path):

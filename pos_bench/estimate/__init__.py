@@ -334,7 +334,9 @@ def beyond_the_paper(overrides: Sequence[str]) -> list[list[str]]:
     compaction strategies): one list of overrides per line, the command line's overrides first."""
     experiment = [o for o in overrides if o.lstrip("+~").startswith("experiment=")]
     lines = compose(experiment).get("beyond_the_paper") if experiment else None
-    return [[*overrides, *str(line).split()] for line in (lines or ())]
+    # each line names its own method: the command line's `method=raw,pos` (and method settings) stay out of it
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split(".")[0] != "method"]
+    return [[*kept, *str(line).split()] for line in (lines or ())]
 
 
 PROBE_SET = ("bench.limit", "bench.start", "bench.max_turns")
