@@ -146,6 +146,20 @@ class ReplyRefused(RuntimeError):
     `model.max_reply_bytes`. The same server would do it again, so it is not retried; the episode is an error."""
 
 
+def streamed_failure(error: BaseException) -> bool | None:
+    """For a transport error raised while a streamed reply was read: True for a timeout, False for another
+    network or protocol failure; None for anything else (a bound the transport refused included)."""
+    import httpx2
+
+    if broken_bound(error) is not None:
+        return None
+    if isinstance(error, httpx2.TimeoutException):
+        return True
+    if isinstance(error, httpx2.TransportError):
+        return False
+    return None
+
+
 def broken_bound(error: BaseException) -> BaseException | None:
     """The transport's `CrossOriginRedirect` or `ReplyTooLarge` that `error` was raised from, if any."""
     from pos_bench.models.transport import CrossOriginRedirect, ReplyTooLarge
@@ -327,6 +341,17 @@ class RemoteModel:
         except (json.JSONDecodeError, ValueError) as error:
             raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
         except Exception as error:
+            streamed = streamed_failure(error)  # a streamed body is read after the SDK's own error mapping
+            if streamed is not None:
+                raise TransientError(
+                    f"{self.provider} stream broke off: {type(error).__name__}: {error}"
+                    + (
+                        f" (model.timeout {self.timeout:g} s of silence, or the overall deadline)"
+                        if streamed
+                        else ""
+                    ),
+                    timed_out=streamed,
+                ) from error
             bound = broken_bound(error)  # the SDK may pass the transport's refusal on as it is
             if bound is None:
                 raise

@@ -131,3 +131,45 @@ def test_streamed_chunks_add_up_to_the_whole_completion():
     assert whole["choices"][0]["finish_reason"] == "stop" and whole["usage"]["completion_tokens"] == 3
     assert whole["system_fingerprint"] == "fp"
     assert assembled([{"choices": []}])["choices"][0]["message"]["content"] is None  # no text: malformed
+
+
+def test_server_sent_events_are_read_to_done_and_a_mid_stream_error_is_a_malformed_reply():
+    from pos_bench.models.openai import server_events
+
+    lines = [
+        ": ping",
+        'data: {"choices": []}',
+        "",
+        "event: x",
+        'data: {"a": 1}',
+        "data: [DONE]",
+        'data: {"b": 2}',
+    ]
+    assert list(server_events(lines)) == [{"choices": []}, {"a": 1}]
+    with pytest.raises(ValueError, match="mid-stream"):
+        list(server_events(['data: {"error": {"message": "out of memory"}}']))
+    with pytest.raises(ValueError):
+        list(server_events(["data: [1, 2]"]))
+
+
+def test_a_reply_streamed_one_token_at_a_time_costs_the_client_little_cpu():
+    service = ServiceModel(tokens_per_s=1000, batch_tokens_per_s=50000, first_token_s=0.0)
+    with StandinServer(Settings(service=service, reply_tokens=300, chunk_seconds=0.001)) as server:
+        streamed = model(server, stream=True)
+        streamed.generate(policy())
+        started = time.thread_time()
+        reply = streamed.generate(policy())
+        spent = time.thread_time() - started
+    assert reply.usage.output_tokens == 300
+    assert spent < 0.04  # ~300 events; the SDK's typed chunks took ~60 ms here
+
+
+def test_a_refused_streamed_request_is_a_rate_limit_to_retry():
+    from pos_bench.standin.server import Faults
+
+    with (
+        StandinServer(Settings(faults=Faults(rate_429=1.0, retry_after_s=3))) as server,
+        pytest.raises(TransientError) as caught,
+    ):
+        model(server, stream=True).generate(policy())
+    assert caught.value.rate_limited and caught.value.retry_after == 3 and not caught.value.timed_out
