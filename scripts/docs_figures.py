@@ -24,8 +24,11 @@ sys.path.insert(0, str(REPO))  # the fixture runs live in tests/
 
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path("/usr/bin/chromedriver")
-FIGURES = {"figure3_trapping.png": "figure3.png", "figure4_lengths.png": "figure4.png",
-           "belief_accuracy.png": "belief_accuracy.png"}
+FIGURES = {
+    "figure3_trapping.png": "figure3.png",
+    "figure4_lengths.png": "figure4.png",
+    "belief_accuracy.png": "belief_accuracy.png",
+}
 """`write_figures`' file name → the name the docs use."""
 
 
@@ -50,8 +53,14 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                 "--window-size=1400,900", "--hide-scrollbars"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,900",
+        "--hide-scrollbars",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
 
@@ -67,13 +76,21 @@ def report(root: Path, out: Path) -> list[Path]:
     driver = browser()
     try:
         driver.get(page.as_uri())
-        WebDriverWait(driver, 30).until(lambda d: d.find_element("tag name", "body").get_attribute("data-ready"))
+        WebDriverWait(driver, 30).until(
+            lambda d: d.find_element("tag name", "body").get_attribute("data-ready")
+        )
         driver.save_screenshot(str(out / "report.png"))
-        run = next(h for h in driver.find_elements("css selector", "h3.run") if h.text.startswith("toy/pos/scripted "))
+        run = next(
+            h
+            for h in driver.find_elements("css selector", "h3.run")
+            if h.text.startswith("toy/pos/scripted ")
+        )
         driver.find_element("css selector", f"tr.ep[data-run='{run.get_attribute('data-run')}']").click()
         pane = driver.find_element("id", "pane-a")
         timeline = pane.find_element("css selector", "svg.health")
-        driver.execute_script("arguments[0].scrollIntoView({block: 'start'}); window.scrollBy(0, -60)", timeline)
+        driver.execute_script(
+            "arguments[0].scrollIntoView({block: 'start'}); window.scrollBy(0, -60)", timeline
+        )
         driver.save_screenshot(str(out / "belief.png"))
     finally:
         driver.quit()
@@ -87,9 +104,21 @@ def progress(root: Path, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    command = [sys.executable, "-m", "pos_bench", "bench=toy", "method=raw", "model=scripted", "bench.limit=6",
-               "runner.n_jobs=2", "runner.backend=threading", f"results_root={root.parent / 'progress'}"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env={**os.environ, "COLUMNS": "110"})
+    command = [
+        sys.executable,
+        "-m",
+        "pos_bench",
+        "bench=toy",
+        "method=raw",
+        "model=scripted",
+        "bench.limit=6",
+        "runner.n_jobs=2",
+        "runner.backend=threading",
+        f"results_root={root.parent / 'progress'}",
+    ]
+    done = subprocess.run(
+        command, check=False, cwd=REPO, capture_output=True, text=True, env={**os.environ, "COLUMNS": "110"}
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
     frames = [f.strip() for f in re.split(r"[\r\n]", done.stderr) if f.strip().startswith("episodes:")]
@@ -106,7 +135,9 @@ def progress(root: Path, out: Path) -> list[Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "assets")
     parser.add_argument("--only", default="figures,report,progress")
     args = parser.parse_args()

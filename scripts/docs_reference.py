@@ -23,8 +23,8 @@ GROUPS = ("bench", "method", "model", "runner", "experiment", "hydra/launcher")
 """The config groups with one page each, in the site's order; `method_bench` has a page of its own."""
 PAGE = "reference/config/{}.md"
 HYDRA_KEYS = {"_target_", "_partial_", "_convert_", "_recursive_"}
-SUPPLIED = {"self", "model"}
-"""Constructor arguments the runner supplies (the episode's model), never set in a config."""
+SUPPLIED = {"Model", "Model | None"}
+"""Annotations of the constructor arguments the runner supplies (the episode's model), never set in a config."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Param:
 def read(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at the top, got {type(data).__name__}")
+        raise TypeError(f"{path}: expected a mapping at the top, got {type(data).__name__}")
     return data
 
 
@@ -120,10 +120,14 @@ def params(repo: Path, target: str) -> list[Param]:
         if p.kind.value == "variadic keyword":  # `**settings` checked by the class's own config record
             record = dataclass_at(repo, f"{cls.module.path}.{cls.name}Config")
             rows += params(repo, record) if record else []
-        if p.name in SUPPLIED or p.kind.value.startswith("variadic"):
+        if p.name == "self" or str(p.annotation) in SUPPLIED or p.kind.value.startswith("variadic"):
             continue
         field_doc = fields[p.name].docstring.value if p.name in fields and fields[p.name].docstring else ""
-        rows.append(Param(p.name, "—" if p.default is None else str(p.default), one_line(docs.get(p.name) or field_doc)))
+        rows.append(
+            Param(
+                p.name, "—" if p.default is None else str(p.default), one_line(docs.get(p.name) or field_doc)
+            )
+        )
     return rows
 
 
@@ -135,14 +139,18 @@ def record_of(repo: Path, target: str, name: str) -> str | None:
         return None
     init = cls.all_members.get("__init__")
     annotation = next((p.annotation for p in init.parameters if p.name == name), None) if init else None
-    candidates = [getattr(annotation, "canonical_path", None),
-                  f"{cls.module.path}.{''.join(w.title() for w in name.split('_'))}Config"]
+    candidates = [
+        getattr(annotation, "canonical_path", None),
+        f"{cls.module.path}.{''.join(w.title() for w in name.split('_'))}Config",
+    ]
     return next((found for path in candidates if path and (found := dataclass_at(repo, path))), None)
 
 
 def dataclass_at(repo: Path, path: str) -> str | None:
     found = find(repo, path)
-    is_record = found is not None and found.is_class and any("dataclass" in str(d.value) for d in found.decorators)
+    is_record = (
+        found is not None and found.is_class and any("dataclass" in str(d.value) for d in found.decorators)
+    )
     return found.path if is_record else None
 
 
@@ -162,20 +170,24 @@ def table(rows: list[tuple[str, str, str, str]]) -> str:
 
 
 def node_rows(repo: Path, target: str | None, node: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """One row per key: the constructor's arguments (expanded through their config records) and every other
-    key the node sets, with the value it sets and the constructor's default."""
-    values = dict(flat({k: v for k, v in node.items()}))
+    """One row per key: the constructor's arguments (expanded through their config records), then every other
+    key the node sets, nested ones as dotted paths, with the value it sets and the constructor's default."""
+    values = dict(flat(node))
     rows, seen = [], set()
     for p in params(repo, target) if target else []:
         record = record_of(repo, target, p.name)
         for sub in params(repo, record) if record else [p]:
             key = f"{p.name}.{sub.name}" if record else p.name
-            here = values.get(key, node.get(p.name) if not record else None)
-            rows.append((key, "—" if key not in values and p.name not in node else code(here), f"`{sub.default}`", sub.doc))
+            here = node[key] if key in node else values.get(key, "—")
+            default = "required" if sub.default == "—" else f"`{sub.default}`"
+            rows.append((key, "—" if here == "—" else code(here), default, sub.doc))
             seen.add(key)
     for key, value in values.items():
-        if key not in seen and not any(key.startswith(s + ".") for s in seen if s in node):
-            rows.append((key, code(value), "—", "a Hydra key" if key.split(".")[-1] in HYDRA_KEYS else ""))
+        if key not in seen:
+            what = "a Hydra key" if key.split(".")[-1] in HYDRA_KEYS else ""
+            rows.append(
+                (key, code(value), "—", what or (f"inside `{key.split('.')[0]}`" if "." in key else ""))
+            )
     return rows
 
 
@@ -194,7 +206,9 @@ def lineage(folder: Path, name: str) -> tuple[dict[str, Any], list[str]]:
 def merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in top.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = (
+            merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
     return out
 
 
@@ -204,43 +218,71 @@ def member(repo: Path, conf: Path, group: str, name: str) -> str:
     node = {k: v for k, v in node.items() if k != "defaults"}
     own = node.get(group) if "@package _global_" in path.read_text(encoding="utf-8") else None
     target = (own or node).get("_target_") if isinstance(own or node, dict) else None
-    lines = [f"## `{name}`", "", f"`{path.relative_to(conf.parent)}` · `{group}={name}`"
-             + (f" · target `{target}`" if target else "")]
+    lines = [
+        f"## `{name}`",
+        "",
+        f"`{path.relative_to(conf.parent)}` · `{group}={name}`" + (f" · target `{target}`" if target else ""),
+    ]
     if chain:
         lines.append(" · extends " + ", ".join(f"[`{p}`](#{p})" for p in chain))
     if header(path):
         lines += ["", header(path)]
     if group in ("experiment", "hydra/launcher"):
         lines += ["", "```yaml", path.read_text(encoding="utf-8").strip(), "```"]
-    lines += ["", table(node_rows(repo, target, own if isinstance(own, dict) else node)
-                          + ([(k, code(v), "—", "a global key") for k, v in flat(node) if not k.startswith(group)]
-                             if isinstance(own, dict) else []))]
+    lines += [
+        "",
+        table(
+            node_rows(repo, target, own if isinstance(own, dict) else node)
+            + (
+                [(k, code(v), "—", "a global key") for k, v in flat(node) if not k.startswith(group)]
+                if isinstance(own, dict)
+                else []
+            )
+        ),
+    ]
     return "\n".join(lines)
 
 
 def group_page(repo: Path, conf: Path, group: str) -> str:
     names = sorted(p.stem for p in (conf / group).glob("*.yaml"))
-    intro = [f"# `{group}`", "",
-             f"Generated at build time from `conf/{group}/` and the constructors' signatures and docstrings "
-             f"(`scripts/docs_reference.py`). Choose a member with `{group}={names[0]}`; set any key below with "
-             f"`{group.split('/')[0]}.<key>=<value>` on the command line. *value here* is what the config sets "
-             "(— : the constructor's default applies).", "",
-             "Members: " + ", ".join(f"[`{n}`](#{n})" for n in names)]
+    intro = [
+        f"# `{group}`",
+        "",
+        (
+            f"Generated at build time from `conf/{group}/` and the constructors' signatures and docstrings "
+            f"(`scripts/docs_reference.py`). Choose a member with `{group}={names[0]}`; set any key below with "
+            f"`{group.split('/')[0]}.<key>=<value>` on the command line. *value here* is what the config sets "
+            "(— : the constructor's default applies)."
+        ),
+        "",
+        "Members: " + ", ".join(f"[`{n}`](#{n})" for n in names),
+    ]
     return "\n\n".join(["\n".join(intro)] + [member(repo, conf, group, n) for n in names]) + "\n"
 
 
 def method_bench_page(repo: Path, conf: Path) -> str:
-    parts = ["# `method_bench`\n\nGenerated from `conf/method_bench/<method>/<bench>.yaml`: the settings a method "
-             "gets on a benchmark, merged into `method` by the bench choice (see "
-             "[Per-benchmark method settings](../configuration.md#per-benchmark-method-settings))."]
+    parts = [
+        (
+            "# `method_bench`\n\nGenerated from `conf/method_bench/<method>/<bench>.yaml`: the settings a method "
+            "gets on a benchmark, merged into `method` by the bench choice (see "
+            "[Per-benchmark method settings](../configuration.md#per-benchmark-method-settings))."
+        )
+    ]
     for folder in sorted(p for p in (conf / "method_bench").iterdir() if p.is_dir()):
         parts.append(f"## `{folder.name}`")
-        target = lineage(conf / "method", folder.name)[0].get("_target_") if (
-            conf / "method" / f"{folder.name}.yaml").exists() else None
+        target = (
+            lineage(conf / "method", folder.name)[0].get("_target_")
+            if (conf / "method" / f"{folder.name}.yaml").exists()
+            else None
+        )
         for path in sorted(folder.glob("*.yaml")):
             rows = [r for r in node_rows(repo, target, read(path)) if r[1] != "—"]
-            parts.append(f"### `{folder.name}` on `{path.stem}`\n\n`{path.relative_to(conf.parent)}`"
-                         + (f" · {header(path)}" if header(path) else "") + "\n\n" + table(rows))
+            parts.append(
+                f"### `{folder.name}` on `{path.stem}`\n\n`{path.relative_to(conf.parent)}`"
+                + (f" · {header(path)}" if header(path) else "")
+                + "\n\n"
+                + table(rows)
+            )
     return "\n\n".join(parts) + "\n"
 
 
@@ -249,13 +291,19 @@ def top_page(repo: Path, conf: Path) -> str:
     data = read(conf / "config.yaml")
     records = find(repo, "pos_bench.runner.preflight.RECORDS").value
     by_key = {str(k).strip("'\""): v.canonical_path for k, v in zip(records.keys, records.values)}
-    parts = ["# Top-level keys\n\nGenerated from `conf/config.yaml` and the records that validate its plain "
-             "nodes (`pos_bench.runner.preflight.RECORDS`). The groups have a page each.\n\n"
-             "```yaml\n" + (conf / "config.yaml").read_text(encoding="utf-8").strip() + "\n```"]
+    parts = [
+        "# Top-level keys\n\nGenerated from `conf/config.yaml` and the records that validate its plain "
+        "nodes (`pos_bench.runner.preflight.RECORDS`). The groups have a page each.\n\n"
+        "```yaml\n" + (conf / "config.yaml").read_text(encoding="utf-8").strip() + "\n```"
+    ]
     for key, value in data.items():
         if key in ("defaults", "hydra"):
             continue
-        rows = node_rows(repo, by_key.get(key), value) if isinstance(value, dict) else [(key, code(value), "—", "")]
+        rows = (
+            node_rows(repo, by_key.get(key), value)
+            if isinstance(value, dict)
+            else [(key, code(value), "—", "")]
+        )
         if isinstance(value, dict):
             rows = [(f"{key}.{k}", v, d, w) for k, v, d, w in rows]
         note = f" · validated by `{by_key[key]}`" if key in by_key else ""
@@ -265,10 +313,19 @@ def top_page(repo: Path, conf: Path) -> str:
 
 def entry_points_page(repo: Path) -> str:
     """Every `python -m` entry point of the package and every script, with its own module docstring."""
-    modules = sorted({p for p in (repo / "pos_bench").rglob("*.py")
-                      if p.name == "__main__.py" or '__name__ == "__main__"' in p.read_text(encoding="utf-8")})
-    parts = ["# Entry points\n\nGenerated from the modules' own docstrings (`scripts/docs_reference.py`). Run "
-             "each with `uv run --frozen --all-extras python -m <module>` or `uv run python scripts/<name>.py`."]
+    modules = sorted(
+        {
+            p
+            for p in (repo / "pos_bench").rglob("*.py")
+            if p.name == "__main__.py" or '__name__ == "__main__"' in p.read_text(encoding="utf-8")
+        }
+    )
+    parts = [
+        (
+            "# Entry points\n\nGenerated from the modules' own docstrings (`scripts/docs_reference.py`). Run "
+            "each with `uv run --frozen --all-extras python -m <module>` or `uv run python scripts/<name>.py`."
+        )
+    ]
     for path in modules + sorted((repo / "scripts").glob("*.py")):
         rel = path.relative_to(repo)
         dotted = ".".join(rel.with_suffix("").parts).removesuffix(".__main__")
@@ -280,14 +337,19 @@ def entry_points_page(repo: Path) -> str:
 
 
 def script_doc(path: Path) -> str:
-    match = re.match(r'\s*(?:#[^\n]*\n)*\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', path.read_text(encoding="utf-8"), re.S)
+    match = re.match(
+        r'\s*(?:#[^\n]*\n)*\s*(?:"""|\'\'\')(.*?)(?:"""|\'\'\')', path.read_text(encoding="utf-8"), re.DOTALL
+    )
     return match.group(1) if match else ""
 
 
 def render(conf: Path = REPO / "conf", repo: Path = REPO) -> dict[str, str]:
     """Page path inside the docs → markdown, for every generated page."""
-    pages = {PAGE.format("index"): top_page(repo, conf), PAGE.format("method_bench"): method_bench_page(repo, conf),
-             "reference/entry-points.md": entry_points_page(repo)}
+    pages = {
+        PAGE.format("index"): top_page(repo, conf),
+        PAGE.format("method_bench"): method_bench_page(repo, conf),
+        "reference/entry-points.md": entry_points_page(repo),
+    }
     for group in GROUPS:
         if (conf / group).is_dir():
             pages[PAGE.format(group.replace("/", "-"))] = group_page(repo, conf, group)
@@ -304,7 +366,9 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--conf", type=Path, default=REPO / "conf")
     parser.add_argument("--out", type=Path, default=REPO / "site-reference")
     args = parser.parse_args()
