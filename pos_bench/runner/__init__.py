@@ -253,7 +253,7 @@ def played(
 def shorter_gc_pauses() -> Iterator[None]:
     """Speed shortcut: while the episodes run, the garbage collector leaves out what existed before them
     (`gc.freeze`), so a full collection, which stops every thread of the process, scans what the episodes made
-    instead of the whole heap. Saves 0.1–0.2 s per pause, several per run of 64 threads (README "Client cost
+    instead of the whole heap. Saves 0.1–0.2 s per pause, several per run of 64 threads (docs/reference/runner.md "Client cost
     per call", `scripts/bench_concurrency.py`). Unfrozen afterwards, so nothing outlives the run uncollected; a
     process that froze objects itself (a pre-fork server) keeps its own arrangement."""
     if gc.get_freeze_count():

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 ROOT = os.environ.get("LOCA_BENCH_ROOT")
 pytestmark = pytest.mark.skipif(
     not ROOT,
-    reason="real LOCA-Bench needs a LOCA-bench checkout: set LOCA_BENCH_ROOT (see README, LOCA-Bench)",
+    reason="real LOCA-Bench needs a LOCA-bench checkout: set LOCA_BENCH_ROOT (see docs/how-to/loca-setup.md)",
 )
 OWN_STDOUT = re.compile(r"^(run folder: |results: |note: | *bench +method | *loca +raw )")
 """pos_bench's own printed lines: the run folder, the summary table's header and row, its note, the results."""
