@@ -88,23 +88,26 @@ def run_command(cfg: DictConfig) -> JobOutcome:
     from pos_bench.redact import redactor_for
     from pos_bench.runner import preflight, run
     from pos_bench.runner.identity import RunIndex, run_identity
+    from pos_bench.runner.logs import held_logs
     from pos_bench.runner.summary import format_errors, format_notes, format_table
 
     plain = OmegaConf.to_container(cfg, resolve=True)
-    prepared = preflight(plain)
-    identity = run_identity(plain, prepared.description, prepared.upstream)
-    hydra_cfg = HydraConfig.get()
-    runs = RunIndex(Path(hydra_cfg.runtime.output_dir))
-    run_dir = runs.folder_for(identity, list(hydra_cfg.overrides.task))
-    print(f"run folder: {run_dir} (fingerprint {identity.short}; runs here: {runs.path})", flush=True)
-    labels = run_labels(plain, dict(prepared.description))
-    overrides = list(hydra_cfg.overrides.task)
-    summary = run(plain, run_dir, labels, prepared=prepared, identity=identity, overrides=overrides)
     redactor = redactor_for(plain)
-    print(redactor.text(format_table([summary])))
-    for extra in (format_notes(summary), format_errors(summary, run_dir)):
-        if extra:
-            print(redactor.text(extra))
+    # dependencies' log lines (a benchmark's imports, servers the pre-flight check starts): run.log, not the terminal
+    with held_logs(redactor):
+        prepared = preflight(plain)
+        identity = run_identity(plain, prepared.description, prepared.upstream)
+        hydra_cfg = HydraConfig.get()
+        runs = RunIndex(Path(hydra_cfg.runtime.output_dir))
+        run_dir = runs.folder_for(identity, list(hydra_cfg.overrides.task))
+        print(f"run folder: {run_dir} (fingerprint {identity.short}; runs here: {runs.path})", flush=True)
+        labels = run_labels(plain, dict(prepared.description))
+        overrides = list(hydra_cfg.overrides.task)
+        summary = run(plain, run_dir, labels, prepared=prepared, identity=identity, overrides=overrides)
+        print(redactor.text(format_table([summary])))
+        for extra in (format_notes(summary), format_errors(summary, run_dir)):
+            if extra:
+                print(redactor.text(extra))
     print(f"results: {run_dir}")
     if summary.episodes and summary.errors + summary.refused + summary.overflow == summary.episodes:
         # nothing was played: every episode errored, or the server refused (or overflowed on) its first request

@@ -2,7 +2,7 @@
 inspect's log format. The log is built from inspect_ai's own typed models and written with its
 `write_eval_log`, so it is valid by construction.
 
-What maps to what (README "Export" has the table): one sample per episode (id = task id, input = the first
+What maps to what (docs/how-to/export.md has the table): one sample per episode (id = task id, input = the first
 observation, target = the goal); the policy conversation as the sample's messages; every model call (policy and
 the method's own roles: belief, sentinel, compressor…) as a ModelEvent carrying its role and exact prompt; each
 environment step and each memory record as an InfoEvent inside a span per turn; scores `success` (bool, its

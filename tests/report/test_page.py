@@ -194,6 +194,7 @@ def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_
     assert statuses.count("interrupted") >= len(unfinished(folder))
     row = runs_index([load_run(folder)]).iloc[0]
     assert row["running"] == 0 and row["interrupted"] == statuses.count("interrupted")
+    assert row["left"] == 6 - recorded  # run.json says how many episodes the run plays
     assert "interrupted" in row["flags"] and "in progress" not in row["flags"]
 
 

@@ -1,5 +1,5 @@
 """The toy benchmark whose environment logs like a dependency does (an MCP server's worker at INFO and
-WARNING, a deprecation warning) and like pos_bench does, once per step: for the quiet-console test."""
+WARNING, a deprecation warning) and like pos_bench does, once per step, and when its tasks are listed before the run starts: for the quiet-console test."""
 
 from __future__ import annotations
 
@@ -23,5 +23,11 @@ class NoisyEnv(ToyEnv):
 
 
 class NoisyBenchmark(ToyBenchmark):
+    def tasks(self):
+        """Asked by the pre-flight check, before the run folder exists: a dependency logs and warns here too."""
+        DEPENDENCY.info("NOISY-EARLY a server started to list its tools")
+        warnings.warn("NOISY-EARLY-DEPRECATION this module is deprecated", UserWarning, stacklevel=1)
+        return super().tasks()
+
     def make_env(self, model) -> NoisyEnv:
         return NoisyEnv(self.text_version)

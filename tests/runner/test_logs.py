@@ -13,7 +13,7 @@ from pos_bench.redact import Redactor
 from pos_bench.runner.logs import RUN_LOG, run_logs
 from tests.conftest import REPO
 
-NOISE = ("NOISY-INFO", "NOISY-WARNING", "NOISY-DEPRECATION")
+NOISE = ("NOISY-INFO", "NOISY-WARNING", "NOISY-DEPRECATION", "NOISY-EARLY")
 
 
 @pytest.mark.parametrize("backend", ["loky", "threading", "ray"])
@@ -40,6 +40,7 @@ def test_a_runs_terminal_has_no_dependency_line_and_its_log_has_them_all(tmp_pat
     text = log.read_text()
     assert all(text.count(n) >= 4 for n in NOISE[:2])  # two episodes of two steps
     assert "NOISY-DEPRECATION" in text and "FutureWarning" in text
+    assert "NOISY-EARLY a server" in text and "NOISY-EARLY-DEPRECATION" in text  # from before the run folder
 
 
 def test_the_logging_set_up_is_put_back_and_secrets_never_reach_the_file(tmp_path, capsys):
@@ -88,3 +89,25 @@ def test_a_reused_worker_writes_the_later_runs_log_only(tmp_path):
     assert (first / RUN_LOG).read_text().count("line of") == 1
     assert "line of the second run" in (second / RUN_LOG).read_text()
     assert "first run" not in (second / RUN_LOG).read_text()
+
+
+def test_held_lines_go_to_the_run_log_or_to_stderr_when_the_job_fails_before_a_run(tmp_path, capsys):
+    from pos_bench.runner.logs import held_logs
+
+    redactor = Redactor((("PLANTED_API_KEY", "sk-planted-secret-123"),))
+    with held_logs(redactor):
+        logging.getLogger("dep").warning("before the run sk-planted-secret-123")
+        with run_logs(tmp_path, redactor):
+            logging.getLogger("dep").warning("during the run")
+        logging.getLogger("dep").warning("after the run")
+        logging.getLogger("pos_bench.x").warning("own line")
+    text = (tmp_path / RUN_LOG).read_text()
+    assert [t in text for t in ("before the run", "during the run", "after the run")] == [True] * 3
+    assert "sk-planted-secret-123" not in text and "own line" not in text
+    assert "before the run" not in capsys.readouterr().err
+
+    with pytest.raises(RuntimeError), held_logs(redactor):
+        logging.getLogger("dep").warning("why it failed sk-planted-secret-123")
+        raise RuntimeError("the pre-flight check failed")
+    err = capsys.readouterr().err
+    assert "why it failed" in err and "sk-planted-secret-123" not in err

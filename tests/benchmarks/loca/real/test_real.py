@@ -29,7 +29,7 @@ from pos_bench.types import ToolCall
 ROOT = os.environ.get("LOCA_BENCH_ROOT")
 pytestmark = pytest.mark.skipif(
     not ROOT,
-    reason="real LOCA-Bench needs a LOCA-bench checkout: set LOCA_BENCH_ROOT (see README, LOCA-Bench)",
+    reason="real LOCA-Bench needs a LOCA-bench checkout: set LOCA_BENCH_ROOT (see docs/how-to/loca-setup.md)",
 )
 PYTHON, CLAIM = "python_execute_python_execute", "claim_done_claim_done"
 HERE = Path(__file__).parent
