@@ -106,6 +106,7 @@ def printout(
         "",
         *pace_lines(played, figures, episodes),
         *memory_lines(played, episodes),
+        *server_lines(runs),
         *transcript_lines(episodes),
     ]
     if built is not None:
@@ -225,6 +226,23 @@ def memory_lines(played: Played, episodes: Sequence[Episode]) -> list[str]:
             + "".join(f"\n  still running: {line}" for line in played.left_running)
         ),
     ]
+
+
+def server_lines(runs: Sequence[Run]) -> list[str]:
+    """What each episode's own servers took (LOCA's score extras `servers`, `servers_rss_mb`), when recorded."""
+    lines = []
+    for run in runs:
+        extras = [row.get("extras") or {} for row in run.rows]
+        sizes = [
+            float(e["servers_rss_mb"]) for e in extras if isinstance(e.get("servers_rss_mb"), int | float)
+        ]
+        counts = [int(e["servers"]) for e in extras if isinstance(e.get("servers"), int)]
+        if sizes:
+            lines.append(
+                f"servers per episode ({run.label}): {statistics.fmean(counts) if counts else 0:.1f} processes, "
+                f"RSS mean {statistics.fmean(sizes):.0f} MB, max {max(sizes):.0f} MB over {len(sizes)} episodes"
+            )
+    return lines
 
 
 def estimate_lines(runs: Sequence[Run], prediction: Mapping[str, tuple[float, float, float]]) -> list[str]:

@@ -136,3 +136,18 @@ def test_memory_files_and_processes_come_from_samples(sweep):
     assert 3 <= int(early) <= int(files) and 3 <= int(late) <= int(files)
     (left,) = field(r"left running 5 s after the sweep: (\d+)", out)
     assert left == "0"
+
+
+def test_the_servers_an_episode_recorded_are_summed_per_run():
+    from pos_bench.fullsize.printout import server_lines
+    from pos_bench.fullsize.record import Run
+
+    rows = (
+        {"extras": {"servers": 5, "servers_rss_mb": 400.0}},
+        {"extras": {"servers": 7, "servers_rss_mb": 600.0}},
+    )
+    (line,) = server_lines([Run(Path("."), "loca/raw", {}, rows, ())])
+    assert (
+        line == "servers per episode (loca/raw): 6.0 processes, RSS mean 500 MB, max 600 MB over 2 episodes"
+    )
+    assert server_lines([Run(Path("."), "toy/raw", {}, ({"extras": {}},), ())]) == []

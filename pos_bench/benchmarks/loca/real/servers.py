@@ -141,15 +141,21 @@ def mcp_config(
         servers[name] = {
             "command": argv[0],
             "args": argv[1:],
-            "env": _server_environ(root, installed, line.get("env", {})),
+            "env": tether_environ(_server_environ(root, installed, line.get("env", {}))),
             **({"cwd": cwd} if cwd else {}),
         }
     return {"mcpServers": servers}
 
 
 def tethered(argv: list[str]) -> list[str]:
-    """`argv` run through the tether: killed by the kernel when the thread that launched it is gone."""
+    """`argv` run through the tether: killed by the kernel when the thread that launched it is gone. The
+    launching process names itself in the server's environment (`tether_environ`)."""
     return [sys.executable, "-I", str(TETHER), *argv]
+
+
+def tether_environ(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` naming this process as the launcher, so a tether whose launcher died before it started exits."""
+    return {**env, "POS_BENCH_TETHER_PARENT": str(os.getpid())}
 
 
 def launch_key(config: Mapping[str, Any]) -> str:

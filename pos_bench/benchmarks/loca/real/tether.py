@@ -6,6 +6,9 @@ once the server runs. The parent is the worker thread that launched the episode'
 from the episode's event-loop thread, `session.py`): when the worker is killed (SIGKILL, out of memory, the run
 stopped), every server of its episode is killed by the kernel, not left to be adopted by init.
 
+The launcher names itself in `POS_BENCH_TETHER_PARENT` (its pid): a launcher that died before the request was
+in place has already handed the tether to another parent (init, a subreaper), which the tether sees and exits.
+
 Run as a file with `-I` and only the standard library, so it starts in milliseconds and imports nothing of the
 project. Linux only; elsewhere it execs the server as it is.
 """
@@ -16,17 +19,18 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+PARENT = "POS_BENCH_TETHER_PARENT"
 
 
 def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: tether.py <command> [args…]")
+    launcher = os.environ.pop(PARENT, "")  # the server does not see it
     if sys.platform.startswith("linux"):
-        parent = os.getppid()
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
             sys.exit(f"tether: prctl failed (errno {ctypes.get_errno()})")
-        if os.getppid() != parent:  # the parent went before the request was in place
+        if launcher and os.getppid() != int(launcher):  # the launcher went before the request was in place
             sys.exit(1)
     os.execvp(argv[0], argv)
 

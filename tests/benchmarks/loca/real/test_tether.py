@@ -20,12 +20,13 @@ from pos_bench.fullsize.processes import children, footprint
 SERVER = [sys.executable, "-c", "import time; time.sleep(600)"]
 
 WORKER = """
-import subprocess, sys, threading, time, json
+import os, subprocess, sys, threading, time, json
 argv = json.loads(sys.argv[1])
+env = {**os.environ, "POS_BENCH_TETHER_PARENT": str(os.getpid())}  # as servers.tether_environ sets it
 pids = []
 def launch():  # the episode's event-loop thread: it launches the servers and stays up
     for _ in range(2):
-        pids.append(subprocess.Popen(argv).pid)
+        pids.append(subprocess.Popen(argv, env=env).pid)
     time.sleep(600)
 threading.Thread(target=launch, daemon=True).start()
 while len(pids) < 2:
@@ -69,6 +70,20 @@ def test_tethered_servers_die_with_a_killed_worker_and_untethered_ones_do_not():
     finally:
         for pid in survivors:
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_tether_whose_launcher_is_already_gone_does_not_start_the_server():
+    from pos_bench.benchmarks.loca.real.servers import tether_environ
+
+    named = tether_environ({"PATH": os.environ["PATH"]})
+    assert named["POS_BENCH_TETHER_PARENT"] == str(os.getpid())
+    stale = {**named, "POS_BENCH_TETHER_PARENT": "1"}  # a launcher other than the tether's parent
+    server = tethered([sys.executable, "-c", "print('served')"])
+    done = subprocess.run(server, env=stale, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "served" not in done.stdout
+    show = tethered([sys.executable, "-c", "import os; print(os.environ.get('POS_BENCH_TETHER_PARENT'))"])
+    served = subprocess.run(show, env=named, capture_output=True, text=True, check=False)
+    assert served.returncode == 0 and served.stdout.strip() == "None"  # the server does not see the name
 
 
 def test_the_tether_adds_no_process_it_becomes_the_server():
