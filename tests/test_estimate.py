@@ -125,6 +125,8 @@ def test_the_paper_tables_list_the_compaction_rows_as_a_block_of_their_own():
     methods = sorted(next(o for o in c if o.startswith("method=")) + " " + " ".join(c[-1:]) for c in combos)
     assert len(combos) == 5 and all("model=vllm" in c for c in combos), methods
     assert not beyond_the_paper(["bench=toy", "method=raw"])
+    narrowed = beyond_the_paper(["+experiment=table1_alfworld", "method=raw,pos", "method.x=1", "model=vllm"])
+    assert narrowed == lines  # the command line's methods stay out of the block's own lines
 
 
 def test_a_compaction_row_counts_the_compactor_of_its_own_strategy_only(tmp_path):
@@ -139,3 +141,34 @@ def test_a_compaction_row_counts_the_compactor_of_its_own_strategy_only(tmp_path
     assert summary.profile.roles["compactor"].calls == rows[0]["usage"]["compactor"]["calls"] > 0
     assert edit.profile.source.startswith("structure") and "compactor" not in edit.profile.roles
     assert "compaction@summary" in format_estimates([summary, edit])
+
+
+def test_input_tokens_extrapolate_with_the_history_a_turn_carries():
+    from pos_bench.estimate import RoleCost, extrapolated
+
+    def episode(turns, a=300.0, b=40.0):  # a turn's prompt: a fixed part and the history so far
+        return turns, {"agent": RoleCost(turns, a * turns + b * turns * (turns + 1) / 2, 10.0 * turns)}
+
+    (_, want) = episode(50)
+    got = extrapolated(episode(6), episode(12), 50, 12)["agent"]
+    assert got.calls == 50 and got.output_tokens == 500
+    assert (
+        abs(got.input_tokens - want["agent"].input_tokens) < 1e-6
+    )  # a linear scaling would give ~0.45 of it
+    flat = extrapolated(episode(6, b=0.0), episode(12, b=0.0), 50, 12)["agent"]
+    assert flat.input_tokens == 300.0 * 50
+    # over before the longer probe's 12 turns: 9 turns is the episode's length, whatever the budget
+    assert extrapolated(episode(6), episode(9), 50, 12)["agent"].calls == 9
+
+
+def test_a_bench_setting_reaches_the_probe_but_the_slice_and_budget_do_not():
+    from pos_bench.estimate import bench_settings
+
+    combo = [
+        "bench=alfworld",
+        "bench.split=valid_seen",
+        "bench.limit=4",
+        "+bench.start=2",
+        "bench.max_turns=9",
+    ]
+    assert bench_settings(combo) == ["bench.split=valid_seen"]

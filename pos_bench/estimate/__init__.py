@@ -7,10 +7,13 @@ configured (or given) prices. No model is called and no network is used.
 Where the figures come from, per (benchmark, method), in this order:
 - `recorded`: finished episodes of the same benchmark and method under `results_root` (any model): their mean
   calls and tokens per role, and their seconds per call;
-- `structure`: the method played with the scripted model on the toy household (no engine, no network) for
-  `--probe-turns` turns gives its calls per turn per role, multiplied by the benchmark's turn budget (an upper
-  bound: episodes that end early cost less); tokens per call come from a recorded run of the same benchmark with
-  another method when there is one, else from the probe (toy prompts are short: a lower bound, marked).
+- `structure`: the method played by the scripted model (the smallest schema-valid replies, as the stand-in
+  endpoint gives: no network) on one task of the benchmark itself, for `--probe-turns` turns and for twice that;
+  calls and output tokens are scaled to the benchmark's turn budget, input tokens follow the history a turn
+  carries (fitted on the two probes, so a method that resends its history grows quadratically). An upper bound:
+  episodes that end early cost less. Where the benchmark cannot be played here (no data, no engine) the probe
+  plays the toy household, and tokens per call come from a recorded run of the benchmark with another method
+  when there is one, else from toy (short prompts: a lower bound, marked).
 """
 
 from __future__ import annotations
@@ -210,37 +213,72 @@ def seconds_per_call(rows: Sequence[dict[str, Any]]) -> float | None:
     return seconds / calls if calls and seconds else None
 
 
-def probe(method: str, turns: int, settings: Mapping[str, Any] | None = None) -> dict[str, RoleCost]:
-    """Calls and tokens per policy turn per role of `method` (with its `settings`), played by the scripted model
-    on the toy household."""
+def probe(
+    method: str,
+    turns: int,
+    settings: Mapping[str, Any] | None = None,
+    bench: Sequence[str] = ("bench=toy",),
+) -> tuple[float, dict[str, RoleCost]]:
+    """Turns played and calls and tokens per role of one episode of `method` (with its `settings`) on `bench`
+    (its choice and settings), `turns` turns at most, played by the scripted model with the smallest
+    schema-valid replies (as the stand-in endpoint gives)."""
     from omegaconf import OmegaConf
 
     from pos_bench.runner import run
 
     with tempfile.TemporaryDirectory(prefix="pos_bench-estimate-") as tmp:
         overrides = [
-            "bench=toy",
+            *bench,
             f"method={method}",
             "model=scripted",
             "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}",
+            "+model.tokenizer=o200k_base",  # counted as the stand-in counts (docs/fullsize.md)
             "bench.limit=1",
             f"bench.max_turns={turns}",
             f"results_root={tmp}",
             "runner.progress=false",
             "runner.backend=threading",
+            "runner.check_endpoints=false",
             "cache.mode=off",
             *(f"method.{k}={v}" for k, v in (settings or {}).items()),
         ]
         cfg = OmegaConf.to_container(compose(overrides), resolve=True)
-        run(cfg, Path(tmp), {"bench": "toy", "method": method, "label": "test"})
+        run(cfg, Path(tmp), {"bench": "probe", "method": method, "label": "test"})
         rows = [json.loads(line) for line in (Path(tmp) / "results.jsonl").read_text().splitlines()]
-    turns_played = sum(max(int(row.get("turns") or 0), 1) for row in rows)
-    per_turn = mean_roles([{**row, "usage": row.get("usage") or {}} for row in rows])
-    scale = len(rows) / turns_played
-    return {
-        role: RoleCost(c.calls * scale, c.input_tokens * scale, c.output_tokens * scale)
-        for role, c in per_turn.items()
-    }
+    if not rows or any(row.get("status") != "done" for row in rows):
+        raise RuntimeError(f"the probe episode did not finish: {[row.get('error') for row in rows]}")
+    played = statistics.fmean(max(int(row.get("turns") or 0), 1) for row in rows)
+    return played, mean_roles([{**row, "usage": row.get("usage") or {}} for row in rows])
+
+
+def extrapolated(
+    short: tuple[float, dict[str, RoleCost]],
+    long: tuple[float, dict[str, RoleCost]],
+    turns: int,
+    budget: int | None = None,
+) -> dict[str, RoleCost]:
+    """One episode of `turns` turns from probes of two lengths: calls and output tokens grow with the turns;
+    input tokens per turn grow with the history a turn carries (a + b·t), fitted on the two probes, so a
+    method that resends its history costs quadratically more, one that bounds it linearly. `budget` is the
+    longer probe's turn budget: an episode that ended before it ends there whatever the budget."""
+    (t1, first), (t2, second) = short, long
+    if t2 <= t1 or t2 < 2 or (budget is not None and t2 < budget):  # the episode ended by itself
+        return dict(second)
+    out = {}
+    for role, cost in second.items():
+        before = first.get(role, RoleCost(0, 0, 0))
+        # I(T) = a·T + b·T(T+1)/2 through (t1, I1) and (t2, I2)
+        s1, s2 = t1 * (t1 + 1) / 2, t2 * (t2 + 1) / 2
+        b = (cost.input_tokens * t1 - before.input_tokens * t2) / (s2 * t1 - s1 * t2)
+        a = (cost.input_tokens - b * s2) / t2
+        if b < 0 or a < 0:  # noisy or shrinking: linear in the turns
+            a, b = cost.input_tokens / t2, 0.0
+        out[role] = RoleCost(
+            cost.calls / t2 * turns,
+            a * turns + b * turns * (turns + 1) / 2,
+            cost.output_tokens / t2 * turns,
+        )
+    return out
 
 
 def profile_for(
@@ -250,30 +288,37 @@ def profile_for(
     results_root: Path,
     probe_turns: int,
     settings: Mapping[str, Any] | None = None,
+    bench_overrides: Sequence[str] = (),
 ) -> Profile:
+    """Recorded episodes of the method when there are; else its structure: the method played by the scripted
+    model on the benchmark itself (on toy when the benchmark cannot be played here) at `probe_turns` and twice
+    that, extrapolated to `max_turns`."""
     rows = recorded_rows(results_root, bench, method, settings)
     if rows:
         return Profile(mean_roles(rows), f"recorded ({len(rows)} episodes)", seconds_per_call(rows))
-    per_turn = probe(method, probe_turns, settings)
-    others = recorded_rows(results_root, bench, None)
-    tokens_note = "toy tokens: a lower bound"
-    per_call: dict[str, tuple[float, float]] = {}
-    if others:
-        for role, cost in mean_roles(others).items():
-            if cost.calls:
-                per_call[role] = (cost.input_tokens / cost.calls, cost.output_tokens / cost.calls)
-        tokens_note = f"tokens per call from {len(others)} recorded {bench} episodes"
-    roles = {}
-    for role, cost in per_turn.items():
-        calls = cost.calls * max_turns
-        if role in per_call or "agent" in per_call:
-            tin, tout = per_call.get(role, per_call.get("agent"))
-        else:
-            tin, tout = (
-                (cost.input_tokens / cost.calls, cost.output_tokens / cost.calls) if cost.calls else (0, 0)
-            )
-        roles[role] = RoleCost(calls, calls * tin, calls * tout)
-    return Profile(roles, f"structure (≤ {max_turns} turns; {tokens_note})")
+    lengths = (probe_turns, min(2 * probe_turns, max_turns)) if max_turns > probe_turns else (max_turns,) * 2
+    try:
+        probes = [probe(method, n, settings, [f"bench={bench}", *bench_overrides]) for n in lengths]
+        where, others = bench, []
+    except Exception:  # noqa: BLE001 - the benchmark's data or engine is absent here: its structure on toy
+        probes = [probe(method, n, settings) for n in lengths]
+        where, others = "toy", recorded_rows(results_root, bench, None)
+    roles = extrapolated(probes[0], probes[1], max_turns, lengths[1])
+    note = f"probed on {where} at {lengths[0]} and {lengths[1]} turns"
+    if others:  # toy's texts are short: the tokens per call of recorded episodes of this benchmark instead
+        per_call = {
+            role: (c.input_tokens / c.calls, c.output_tokens / c.calls)
+            for role, c in mean_roles(others).items()
+            if c.calls
+        }
+        for role, cost in roles.items():
+            tin, tout = per_call.get(role, per_call.get("agent", (0.0, 0.0)))
+            if tin or tout:
+                roles[role] = RoleCost(cost.calls, cost.calls * tin, cost.calls * tout)
+        note += f"; tokens per call from {len(others)} recorded {bench} episodes"
+    elif where == "toy":
+        note += "; toy tokens: a lower bound"
+    return Profile(roles, f"structure (≤ {max_turns} turns; {note})")
 
 
 def concurrency_of(cfg: Any, given: int | None) -> int:
@@ -289,7 +334,21 @@ def beyond_the_paper(overrides: Sequence[str]) -> list[list[str]]:
     compaction strategies): one list of overrides per line, the command line's overrides first."""
     experiment = [o for o in overrides if o.lstrip("+~").startswith("experiment=")]
     lines = compose(experiment).get("beyond_the_paper") if experiment else None
-    return [[*overrides, *str(line).split()] for line in (lines or ())]
+    # each line names its own method: the command line's `method=raw,pos` (and method settings) stay out of it
+    kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split(".")[0] != "method"]
+    return [[*kept, *str(line).split()] for line in (lines or ())]
+
+
+PROBE_SET = ("bench.limit", "bench.start", "bench.max_turns")
+"""Bench settings the probe sets itself."""
+
+
+def bench_settings(combo: Sequence[str]) -> list[str]:
+    """The `bench.<key>=<value>` overrides of a combination, but those the probe sets: how the benchmark is
+    configured (its data folder, its lengths)."""
+    return [
+        o for o in combo if o.lstrip("+~").startswith("bench.") and not o.lstrip("+~").startswith(PROBE_SET)
+    ]
 
 
 def method_settings(combo: Sequence[str]) -> dict[str, str]:
@@ -329,6 +388,7 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
                 root,
                 args.probe_turns,
                 settings,
+                bench_settings(combo),
             )
         profile = profiles[key]
         prices = OmegaConf.to_container(cfg.prices, resolve=True) or {}
@@ -339,7 +399,15 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
                     "output_per_mtok": args.output_per_mtok or 0,
                 }
             }
-        spc = args.seconds_per_call or profile.seconds_per_call or DEFAULT_SECONDS_PER_CALL
+        speed = getattr(args, "speed", None)
+        calls = sum(r.calls for r in profile.roles.values())
+        measured = (
+            speed.first_token_s
+            + sum(r.output_tokens for r in profile.roles.values()) / calls / speed.tokens_per_s
+            if speed is not None and calls
+            else None
+        )  # one call at the measured speed, alone on the server (more in flight share it)
+        spc = args.seconds_per_call or measured or profile.seconds_per_call or DEFAULT_SECONDS_PER_CALL
         out.append(
             Estimate(picked, episodes, source, profile, concurrency_of(cfg, args.concurrency), spc, prices)
         )
@@ -374,6 +442,24 @@ def format_estimates(estimates: Sequence[Estimate]) -> str:
     return "\n".join(lines)
 
 
+def measured_speed(overrides: Sequence[str]) -> Any:
+    """The configured model's speed (`models/speed.py`) for the first combination, its warnings printed."""
+    from omegaconf import OmegaConf
+
+    from pos_bench.models.speed import speed_warnings
+
+    cfg = OmegaConf.to_container(compose(next(combinations(overrides))), resolve=True)
+    speed, lines = speed_warnings(cfg)
+    if speed is not None:
+        print(
+            f"measured: first token {speed.first_token_s:.2f} s, {speed.tokens_per_s:.1f} tokens/s per request "
+            "(alone on the server; seconds per call below use it)"
+        )
+    for line in lines:
+        print(f"warning: {line}")
+    return speed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pos_bench.estimate", description=__doc__.split("\n")[0])
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, sweeps included (method=raw,pos)")
@@ -389,8 +475,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--input-per-mtok", type=float, help="price per million input tokens (all roles)")
     parser.add_argument("--output-per-mtok", type=float, help="price per million output tokens (all roles)")
     parser.add_argument("--probe-turns", type=int, default=6, help="turns of the structural probe on toy")
+    parser.add_argument(
+        "--measure-speed",
+        action="store_true",
+        help="time one streamed reply of the configured model (one request; the server must be up): seconds "
+        "per call from its speed, and a warning per reply limit that would take minutes",
+    )
     args = parser.parse_args(argv)
+    from pos_bench.__main__ import settable
+
+    args.overrides = settable(args.overrides)  # `model.timeout=2` as `python -m pos_bench` takes it
     with configs():
+        args.speed = measured_speed(args.overrides) if args.measure_speed else None
         print(format_estimates(estimate(args.overrides, args)))
         extra = [combo for line in beyond_the_paper(args.overrides) for combo in combinations(line)]
         if extra:

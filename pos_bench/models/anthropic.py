@@ -16,7 +16,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pos_bench.models.endpoint import MAX_REPLY_BYTES, RemoteModel, served_revision, token_count
+from pos_bench.models.endpoint import (
+    MAX_REPLY_BYTES,
+    MIN_TOKENS_PER_S,
+    RemoteModel,
+    served_revision,
+    token_count,
+)
 from pos_bench.types import Prompt, Reply, Usage
 
 SAMPLING_API_VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
@@ -47,6 +53,7 @@ class AnthropicModel(RemoteModel):
         tokens_per_minute: int | None = None,
         revision: str | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        min_tokens_per_s: float = MIN_TOKENS_PER_S,
     ):
         """
         Args:
@@ -56,6 +63,8 @@ class AnthropicModel(RemoteModel):
             temperature: wanted temperature; sent only when `api_version` accepts sampling parameters.
             api_version: the `anthropic-version` header; `None` keeps the SDK's (which refuses sampling).
             structured: pass a prompt's schema as a forced tool; `False` relies on the prompt alone.
+            min_tokens_per_s: the slowest writing waited for: a call's deadline is
+                `timeout + max_tokens / min_tokens_per_s`.
         """
         super().__init__(
             model,
@@ -67,6 +76,7 @@ class AnthropicModel(RemoteModel):
             tokens_per_minute=tokens_per_minute,
             revision=revision,
             max_reply_bytes=max_reply_bytes,
+            min_tokens_per_s=min_tokens_per_s,
         )
         self.temperature = temperature
         self.api_version = api_version
@@ -111,6 +121,7 @@ class AnthropicModel(RemoteModel):
             model=self.model,
             messages=[{"role": m.role, "content": m.content} for m in prompt.messages if m.role != "system"],
             max_tokens=prompt.max_tokens or self.max_tokens,
+            timeout=self.call_seconds(prompt.max_tokens),  # the reply comes whole: one read may take it all
             **options,
         )
         return Reply(

@@ -45,6 +45,8 @@ NOT_IDENTITY = frozenset(
         "base_url",
         "api_key_env",
         "timeout",
+        "min_tokens_per_s",
+        "stream",  # how the reply is read, not what it says
         "max_concurrency",
         "retry",
         "cache",

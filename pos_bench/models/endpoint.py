@@ -116,6 +116,10 @@ def read_api_key(variable: str | None, provider: str, model: str) -> str:
     return key
 
 
+MIN_TOKENS_PER_S = 5.0
+"""The slowest decode a call waits for (`model.min_tokens_per_s`): a call's overall deadline is
+`model.timeout + max_tokens / min_tokens_per_s`, so a reply of 4,096 tokens may take 120 s + 819 s."""
+
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 """The default bound on one reply body (`model.max_reply_bytes`): far above any real completion or model list."""
 
@@ -140,6 +144,20 @@ def token_count(value: Any, name: str) -> int:
 class ReplyRefused(RuntimeError):
     """A reply broke a bound that holds for every call: a redirect to another origin, or a body past
     `model.max_reply_bytes`. The same server would do it again, so it is not retried; the episode is an error."""
+
+
+def streamed_failure(error: BaseException) -> bool | None:
+    """For a transport error raised while a streamed reply was read: True for a timeout, False for another
+    network or protocol failure; None for anything else (a bound the transport refused included)."""
+    import httpx2
+
+    if broken_bound(error) is not None:
+        return None
+    if isinstance(error, httpx2.TimeoutException):
+        return True
+    if isinstance(error, httpx2.TransportError):
+        return False
+    return None
 
 
 def broken_bound(error: BaseException) -> BaseException | None:
@@ -184,7 +202,10 @@ class RemoteModel:
         tokens_per_minute: int | None = None,
         revision: str | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        min_tokens_per_s: float = MIN_TOKENS_PER_S,
     ):
+        if not 0 < min_tokens_per_s < math.inf:
+            raise ValueError(f"model.min_tokens_per_s must be > 0, got {min_tokens_per_s}")
         if not 0 < timeout < math.inf:
             raise ValueError(f"model.timeout must be > 0 seconds, got {timeout}")
         if max_reply_bytes < 1024:
@@ -207,6 +228,17 @@ class RemoteModel:
         self.tokens_per_minute = tokens_per_minute
         self.revision = revision
         self.max_reply_bytes = max_reply_bytes
+        self.min_tokens_per_s = min_tokens_per_s
+
+    def reply_seconds(self, max_tokens: int | None = None) -> float:
+        """How long a reply of `max_tokens` tokens (the model's own by default) may take to be written at the
+        slowest speed waited for (`min_tokens_per_s`)."""
+        return (max_tokens or self.max_tokens) / self.min_tokens_per_s
+
+    def call_seconds(self, max_tokens: int | None = None) -> float:
+        """The overall deadline of one call that may write `max_tokens` tokens: `timeout` (the wait for the
+        first token) plus `reply_seconds`."""
+        return self.timeout + self.reply_seconds(max_tokens)
 
     def client_options(self) -> Mapping[str, Any]:
         """Further arguments of the SDK client (headers…)."""
@@ -241,6 +273,7 @@ class RemoteModel:
             "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
+            "min_tokens_per_s": self.min_tokens_per_s,
             "max_concurrency": self.max_concurrency,
             "tokens_per_minute": self.tokens_per_minute,
         }
@@ -279,7 +312,8 @@ class RemoteModel:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         module, client = self.client
         try:
-            with deadline(self.timeout):  # the whole call, connect to last byte (httpx's is per read)
+            # the whole call, connect to last byte (httpx's timeout is per read), longer for a longer reply
+            with deadline(self.call_seconds(prompt.max_tokens)):
                 return self.request(client, prompt)
         except module.APIStatusError as error:
             if error.status_code in TRANSIENT_STATUS or error.status_code >= 500:
@@ -292,6 +326,13 @@ class RemoteModel:
             if error.status_code in REFUSED_STATUS:
                 raise RequestRefused(self.explain(error)) from error
             raise RuntimeError(self.explain(error)) from error
+        except module.APITimeoutError as error:
+            raise TransientError(
+                f"{self.provider} timed out: {error} (model.timeout {self.timeout:g} s of silence, or the "
+                f"overall {self.call_seconds(prompt.max_tokens):.0f} s for a reply of up to "
+                f"{prompt.max_tokens or self.max_tokens} tokens at model.min_tokens_per_s {self.min_tokens_per_s:g})",
+                timed_out=True,
+            ) from error
         except module.APIConnectionError as error:
             bound = broken_bound(error)
             if bound is not None:
@@ -300,6 +341,17 @@ class RemoteModel:
         except (json.JSONDecodeError, ValueError) as error:
             raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
         except Exception as error:
+            streamed = streamed_failure(error)  # a streamed body is read after the SDK's own error mapping
+            if streamed is not None:
+                raise TransientError(
+                    f"{self.provider} stream broke off: {type(error).__name__}: {error}"
+                    + (
+                        f" (model.timeout {self.timeout:g} s of silence, or the overall deadline)"
+                        if streamed
+                        else ""
+                    ),
+                    timed_out=streamed,
+                ) from error
             bound = broken_bound(error)  # the SDK may pass the transport's refusal on as it is
             if bound is None:
                 raise

@@ -24,12 +24,21 @@ from pos_bench.types import Prompt, Reply
 
 class TransientError(RuntimeError):
     """A failed attempt that may succeed if repeated. `retry_after` is the server's hint in seconds;
-    `rate_limited` marks a 429, which also narrows the endpoint's budget (`pos_bench.models.budget`)."""
+    `rate_limited` marks a 429, which also narrows the endpoint's budget (`pos_bench.models.budget`);
+    `timed_out` marks a call cut by its deadline, which is sent again at most once (`Retrying`)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None, rate_limited: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        rate_limited: bool = False,
+        timed_out: bool = False,
+    ):
         super().__init__(message)
         self.retry_after = retry_after
         self.rate_limited = rate_limited
+        self.timed_out = timed_out
 
 
 class RequestRefused(RuntimeError):
@@ -80,7 +89,8 @@ class RetryPolicy:
     """Attempts per call, the first included."""
     max_seconds: float = 600.0
     """Total time of one call, its attempts and backoffs included: an attempt in flight at this limit is cut
-    (`pos_bench.models.deadline`), and no backoff ends past it."""
+    (`pos_bench.models.deadline`), and no backoff ends past it. A remote model's call gets twice the time its
+    longest reply may take on top (`max_tokens / model.min_tokens_per_s`)."""
     initial_wait: float = 1.0
     """First backoff in seconds; it doubles per attempt, plus up to `jitter` seconds."""
     max_wait: float = 60.0
@@ -124,6 +134,10 @@ class WaitRetryAfter:
         return self.backoff(state)
 
 
+MAX_TIMEOUTS = 2
+"""Attempts of one call that may time out: the request is sent again unchanged once, never twice."""
+
+
 class Retrying:
     """Wraps a model so each call is retried under `policy`."""
 
@@ -142,22 +156,54 @@ class Retrying:
     def describe(self) -> Mapping[str, Any]:
         return {**self.inner.describe(), "retry": asdict(self.policy)}
 
+    def call_seconds(self, prompt: Prompt) -> float:
+        """The total time of this call: `max_seconds`, plus room for two long replies to be written when the
+        provider's deadline grows with `max_tokens` (`RemoteModel.reply_seconds`): the first attempt and
+        the one unchanged re-send a timeout allows."""
+        inner = self.inner
+        while not hasattr(inner, "reply_seconds") and hasattr(inner, "inner"):  # through `Budgeted`
+            inner = inner.inner
+        reply = getattr(inner, "reply_seconds", None)
+        return self.policy.max_seconds + (MAX_TIMEOUTS * reply(prompt.max_tokens) if callable(reply) else 0.0)
+
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        timeouts = 0
+
+        def attempt() -> Reply:
+            nonlocal timeouts
+            try:
+                return self.inner.generate(prompt, role=role)
+            except TransientError as error:
+                timeouts += error.timed_out
+                raise
+
+        total = self.call_seconds(prompt)
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
             wait=WaitRetryAfter(self.policy),
-            # No backoff that would end past `max_seconds`; the attempt in flight is cut by the deadline.
-            stop=tenacity.stop_after_attempt(self.policy.max_attempts)
-            | tenacity.stop_before_delay(self.policy.max_seconds),
+            # No backoff that would end past the total; the attempt in flight is cut by the deadline. A request
+            # that timed out is sent again once, unchanged: a second timeout says the server cannot answer it in
+            # time, and a third attempt would only generate the same reply from scratch again.
+            stop=tenacity.stop_any(
+                tenacity.stop_after_attempt(self.policy.max_attempts),
+                tenacity.stop_before_delay(total),
+                lambda _state: timeouts >= MAX_TIMEOUTS,
+            ),
             sleep=self._sleep,
         )
         try:
-            with deadline(self.policy.max_seconds):
-                return retrying(self.inner.generate, prompt, role=role)
+            with deadline(total):
+                return retrying(attempt)
         except RetryError as gave_up:
-            attempt = gave_up.last_attempt
-            raise RetryBudgetExhausted(
-                f"model call ({role}) failed {attempt.attempt_number} times; last error: {attempt.exception()}. "
-                "The episode is recorded as an error; rerun the same command to play it again (cached calls "
+            last = gave_up.last_attempt
+            advice = (
+                "The request timed out twice and is not sent a third time: a slow server needs model.stream=true "
+                "(streamed replies are cut only by model.timeout of silence), a lower max_tokens, or a lower "
+                "model.min_tokens_per_s (the overall deadline is model.timeout + max_tokens / min_tokens_per_s)."
+                if timeouts >= MAX_TIMEOUTS
+                else "The episode is recorded as an error; rerun the same command to play it again (cached calls "
                 "are free), or raise retry.max_attempts / retry.max_seconds."
-            ) from attempt.exception()
+            )
+            raise RetryBudgetExhausted(
+                f"model call ({role}) failed {last.attempt_number} times; last error: {last.exception()}. {advice}"
+            ) from last.exception()

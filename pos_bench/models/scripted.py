@@ -16,7 +16,9 @@ Responder = Callable[[Prompt, int], str]
 class ScriptedModel:
     """Replies per role, from a list (played in order, the last one repeating) or a function.
 
-    Usage counts characters/4 so token accounting is exercised without a tokenizer.
+    Usage counts characters/4 so token accounting is exercised without a tokenizer; with `tokenizer` (a
+    `bpe-openai` encoding, e.g. `o200k_base`) it counts tokens as the stand-in endpoint does (its chat template),
+    which `python -m pos_bench.estimate`'s probe uses.
     """
 
     def __init__(
@@ -26,8 +28,11 @@ class ScriptedModel:
         default: str | Responder = '{"thought": "", "action": "look"}',
         name: str = "scripted",
         delay: float = 0.0,
+        tokenizer: str | None = None,
     ):
         self.replies = dict(replies or {})
+        self.tokenizer = tokenizer
+        self._encoding: Any = None
         self.default = default
         self.name = name
         self.delay = delay
@@ -61,8 +66,22 @@ class ScriptedModel:
             if not source:
                 raise ValueError(f"scripted model has an empty reply list for role {role!r}")
             text = source[min(index, len(source) - 1)]
+        if self.tokenizer:
+            return Reply(text=text, usage=Usage(*self.counted(prompt, text), 1))
         size = sum(len(m.content) for m in prompt.messages)
         return Reply(text=text, usage=Usage(size // 4 + 1, len(text) // 4 + 1, 1))
+
+    def counted(self, prompt: Prompt, text: str) -> tuple[int, int]:
+        """Prompt and reply tokens under `tokenizer`, the prompt read through the stand-in's chat template."""
+        from pos_bench.standin.wire import chat_template
+
+        if self._encoding is None:
+            import bpe_openai
+
+            self._encoding = bpe_openai.get_encoding(self.tokenizer)
+        messages = [{"role": m.role, "content": m.content} for m in prompt.messages]
+        encode = self._encoding.encode_ordinary
+        return len(encode(chat_template(messages))), len(encode(text))
 
 
 FREE_TEXT_REPLY = "Nothing new to report."

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from pos_bench.events import DamagedFile
-from pos_bench.report.page import render
+from pos_bench.report.page import MAX_MB, render
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[2].parent / "shared" / "spec"
 
@@ -31,12 +31,23 @@ def main() -> None:
     parser.add_argument(
         "--no-figures", action="store_true", help="leave the PNG figures out (faster, smaller)"
     )
+    parser.add_argument(
+        "--max-mb",
+        type=float,
+        default=MAX_MB,
+        help="megabytes of episode steps embedded (the episodes past it keep their row and transcript link)",
+    )
     args = parser.parse_args()
     missing = [str(p) for p in args.runs if not p.exists()]
     if missing:
         raise SystemExit(f"no such run folder: {', '.join(missing)}")
     try:
-        html = render(args.runs, spec=args.spec if args.spec.is_dir() else None, with_figures=not args.no_figures)
+        html = render(
+            args.runs,
+            spec=args.spec if args.spec.is_dir() else None,
+            with_figures=not args.no_figures,
+            max_mb=args.max_mb,
+        )
     except DamagedFile as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

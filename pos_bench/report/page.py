@@ -5,6 +5,11 @@ Rendering is Jinja2 with autoescape on: every table cell is escaped by the templ
 is embedded as gzip-compressed JSON in base64 (an alphabet with no markup characters) and drawn by the page's
 script with `textContent` only, so no text from a model or a benchmark can become markup. Nothing is loaded
 from the network: figures are inline PNGs, the script is inline, and a Content-Security-Policy forbids the rest.
+
+At size (a sweep of 1,000+ episodes) the page stays usable: each episode's steps are a packed block of their
+own (its texts interned within it), inflated by the browser only when the episode is opened, so opening the page
+decodes the small index alone; and the blocks embedded stop at `max_mb` (45 MB), the episodes past it keeping
+their row and a link to their `events.jsonl`. Here, one episode's steps are in memory at a time.
 """
 
 from __future__ import annotations
@@ -72,7 +77,36 @@ def table_view(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
+MAX_MB = 45.0
+"""Megabytes of packed episode steps one report embeds (the page stays under 50 MB with its tables)."""
+
+
+class Blocks:
+    """The packed steps of the episodes embedded so far, within a byte bound."""
+
+    def __init__(self, max_bytes: float):
+        self.max_bytes = max_bytes
+        self.items: list[str] = []
+        self.size = 0
+        self.left_out = 0
+
+    def add(self, path: Path) -> int | None:
+        """Pack one episode's steps; its block's index, or None once the bound is reached."""
+        if self.size >= self.max_bytes:
+            self.left_out += 1
+            return None
+        strings = Strings()
+        block = pack({"turns": turns(events.read(path), strings), "strings": strings.items})
+        if self.size + len(block) > self.max_bytes:
+            self.size = self.max_bytes  # the bound is reached: no later episode is packed either
+            self.left_out += 1
+            return None
+        self.items.append(block)
+        self.size += len(block)
+        return len(self.items) - 1
+
+
+def episode_payload(run: Run, blocks: Blocks) -> list[dict[str, Any]]:
     out = []
     for row in run.episodes.to_dict("records"):
         path = episode_folder(run.folder, row["task_id"], int(row.get("trial") or 0)) / "events.jsonl"
@@ -90,7 +124,7 @@ def episode_payload(run: Run, strings: Strings) -> list[dict[str, Any]]:
                 if error is None or (isinstance(error, float) and math.isnan(error))
                 else str(error),
                 "file": path.resolve().as_uri(),
-                "turns": turns(events.read(path), strings),  # one event in memory at a time
+                "block": blocks.add(path),  # one event in memory at a time, then only the packed block
             }
         )
     return out
@@ -122,9 +156,11 @@ def figures(tables: Tables) -> list[dict[str, str]]:
     return images + [{"name": reason, "src": ""} for reason in skipped]
 
 
-def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: bool = True) -> str:
+def render(
+    paths: Iterable[Path], *, spec: Path | None = None, with_figures: bool = True, max_mb: float = MAX_MB
+) -> str:
     tables = collect(paths, spec)
-    strings = Strings()
+    blocks = Blocks(max_mb * 1e6)
     runs = [
         {
             "id": i,
@@ -133,7 +169,7 @@ def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: boo
             "method": r.method,
             "model": r.model,
             "flags": list(r.flags),
-            "episodes": episode_payload(r, strings),
+            "episodes": episode_payload(r, blocks),
         }
         for i, r in enumerate(tables.runs)
     ]
@@ -147,7 +183,10 @@ def render(paths: Iterable[Path], *, spec: Path | None = None, with_figures: boo
         + [("Trials per task (✓ success, ✗ failure, in trial order)", table_view(strip_table(tables.runs)))],
         figures=figures(tables) if with_figures else [],
         runs=runs,
-        payload=pack({"strings": strings.items, "runs": runs}),
+        payload=pack({"runs": runs}),
+        blocks=blocks.items,
+        left_out=blocks.left_out,
+        max_mb=max_mb,
     )
 
 

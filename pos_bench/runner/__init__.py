@@ -28,6 +28,7 @@ from pos_bench.runner.code import CodeRecord, check_code, code_record
 from pos_bench.runner.episode import run_episode
 from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.logs import run_logs
+from pos_bench.runner.memory import fitted
 from pos_bench.runner.places import here, moved, places
 from pos_bench.runner.pool import Pool, session, worker_parent_pid
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
@@ -210,8 +211,13 @@ def play_pending(
         enabled=runner.progress,
         turn_budget=cfg["bench"].get("max_turns"),
     )
+    placement, capped = fitted(runner.placement(), cfg["bench"])
+    if (
+        capped
+    ):  # episodes with servers of their own: as many in flight as memory allows, said before the first
+        print(capped, flush=True)
     try:
-        with session(runner.placement(), cfg) as pool, shorter_gc_pauses():
+        with session(placement, cfg) as pool, shorter_gc_pauses():
             for result in played(cfg, run_dir, runner, pool, todo, progress):
                 record(results, result)
                 progress.finished(result)

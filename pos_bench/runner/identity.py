@@ -35,6 +35,8 @@ from pos_bench.types import to_jsonable
 
 SLICE_KEYS = frozenset({"start", "limit"})
 """Bench keys that select which tasks run, never how one plays."""
+PLACEMENT_KEYS = frozenset({"episode_memory_mb"})
+"""Bench keys that set how many episodes run at once (`runner/memory.py`), never how one plays."""
 EPISODE_RUNNER_KEYS = ("max_meta_per_turn",)
 """Runner fields that change what happens inside an episode."""
 DATA_FILES_CAP = 50_000
@@ -97,7 +99,7 @@ def run_identity(
 ) -> RunIdentity:
     """The identity of the run `cfg` describes; `description` is its model's `describe()`, `upstream` the
     benchmark's outside code (`SourcedBenchmark`), which enters only when there is one."""
-    bench = {k: v for k, v in cfg["bench"].items() if k not in SLICE_KEYS}
+    bench = {k: v for k, v in cfg["bench"].items() if k not in SLICE_KEYS | PLACEMENT_KEYS}
     roles = description.get("roles", {})
     expert = bool(cfg.get("expert", False))
     settings = {

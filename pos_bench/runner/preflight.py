@@ -14,6 +14,7 @@ import inspect
 import math
 import os
 import re
+import sys
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from pos_bench.models.cache import CacheConfig, ResponseStore
 from pos_bench.models.retry import RetryPolicy
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, ExpertBenchmark, LabelledBenchmark, Model, SourcedBenchmark
-from pos_bench.redact import env_setting_problems, key_variables
+from pos_bench.redact import env_setting_problems, escaped, key_variables
 from pos_bench.runner.context_fit import context_problem
 from pos_bench.runner.endpoints import endpoint_problems
 from pos_bench.runner.episode import no_expert
@@ -73,6 +74,9 @@ class RunnerConfig:
     trials: int = 1
     """K: each task is played K times in one run, one row per (task, trial). Not part of the fingerprint, so
     raising it continues a run (only the new trials are played)."""
+    measure_speed: bool = False
+    """Before the first episode, time one streamed reply of the configured model (`models/speed.py`) and warn
+    when a reply the run may ask for (`model.max_tokens`, the method's `…max_tokens`) would take minutes."""
     allow_code_change: bool = False
     """Resume a run folder whose episodes ran on other code (`runner/code.py`); which episodes ran on which
     code is kept in `run.json`'s `code_history`."""
@@ -216,7 +220,9 @@ def config_problems(
 ) -> list[str]:
     """Every problem of a resolved run config. `records` maps the plain nodes to their record types."""
     environ = os.environ if environ is None else environ
-    problems = value_problems(dict(cfg)) + env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
+    problems = (
+        value_problems(dict(cfg)) + env_setting_problems(cfg) + node_problems("bench", cfg.get("bench"))
+    )
     problems += node_problems("method", cfg.get("method"), supplied=("model",))
     models = {"model": cfg.get("model"), **{f"roles.{r}": n for r, n in (cfg.get("roles") or {}).items()}}
     offline = (cfg.get("cache") or {}).get("mode") == "replay"  # nothing reaches a provider: no key needed
@@ -285,11 +291,30 @@ def preflight(cfg: Mapping[str, Any]) -> Prepared:
                 "an endpoint cannot serve this run; nothing was run (runner.check_endpoints=false skips this "
                 "check):\n  " + "\n  ".join(problems)
             )
+    if RunnerConfig(**(cfg.get("runner") or {})).measure_speed and cache_may_call(cfg) and not expert:
+        warn_slow_replies(cfg)
     cache = CacheConfig(**(cfg.get("cache") or {}))
     if cache.mode != "off":
         ResponseStore(cache.path, timeout=5.0).check()
     upstream = to_jsonable(benchmark.upstream()) if isinstance(benchmark, SourcedBenchmark) else None
     return Prepared(tasks, description, labels, upstream)
+
+
+def warn_slow_replies(cfg: Mapping[str, Any]) -> None:
+    """`runner.measure_speed`: the model's measured speed on stderr, and a warning per slow reply limit."""
+    from pos_bench.models.speed import speed_warnings
+
+    try:
+        speed, lines = speed_warnings(cfg)
+    except Exception as error:  # noqa: BLE001 - a failed probe is a warning; the endpoint check has passed
+        speed, lines = None, [f"speed not measured: {type(error).__name__}: {escaped(str(error))[:300]}"]
+    if speed is not None:
+        print(
+            f"model speed: first token {speed.first_token_s:.2f} s, {speed.tokens_per_s:.1f} tokens/s per request",
+            file=sys.stderr,
+        )
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def cache_may_call(cfg: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ much generated text rests on how much context, Σ_t (n_in,t + 2·n_out,t)·n_out
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,12 +202,7 @@ def summarize(
     played = any(r.status == "done" for r in results)
     if played and "model" in labels and not any(r.usage for r in everything):
         labels = {**labels, "model": "none"}  # no episode called a model (e.g. the expert policy)
-    by_group: dict[str, dict[str, float]] = {}
-    import pandas as pd  # imported here: a config answer must not pay for pandas (tests/test_startup.py)
-
-    frame = pd.DataFrame([{**r.task_meta, "_success": r.success} for r in results])
-    for key in [c for c in frame.columns if c != "_success"]:
-        by_group[key] = {str(k): float(v) for k, v in frame.groupby(key)["_success"].mean().items()}
+    by_group = success_by_group(results)
     successes = sum(r.success for r in results)
     ledger = Ledger()
     for r in everything:
@@ -233,6 +229,26 @@ def summarize(
         overflow=sum(r.unplayed == "overflow" for r in everything),
         ledger=ledger,
     )
+
+
+def success_by_group(results: Sequence[EpisodeResult]) -> dict[str, dict[str, float]]:
+    """Success rate per value of each task-meta key (episodes without the key, or with None, left out), the
+    values in sorted order. Plain Python: the driver summarises every run of a sweep, and pandas would add
+    ~90 MB to it after the first run (issue 44)."""
+    groups: dict[str, dict[Any, list[bool]]] = {}
+    for r in results:
+        for key, value in r.task_meta.items():
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                groups.setdefault(key, {}).setdefault(value, []).append(r.success)
+    return {
+        key: {str(v): sum(hits) / len(hits) for v, hits in sorted(values.items(), key=_order)}
+        for key, values in groups.items()
+    }
+
+
+def _order(item: tuple[Any, Any]) -> tuple[int, Any]:
+    value = item[0]
+    return (0, value) if isinstance(value, int | float) and not isinstance(value, bool) else (1, str(value))
 
 
 def write_summary(path: Path, summary: Summary, redactor: Redactor = NO_SECRETS) -> None:
@@ -300,6 +316,15 @@ def format_table(summaries: Iterable[Summary | Mapping[str, Any]]) -> str:
             row["cost_per_ep"] = round(method_cost / max(data["episodes"], 1), 4)
         row.update({k: round(v, 3) for k, v in data["extras"].items()})
         rows.append(row)
-    import pandas as pd
+    return plain_table(rows) if rows else "(no runs)"
 
-    return pd.DataFrame(rows).to_string(index=False) if rows else "(no runs)"
+
+def plain_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as right-aligned text columns (a cell a row lacks: NaN), as pandas prints them without the index;
+    plain Python, so the sweep's driver never imports pandas (issue 44)."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[str(row.get(c, "NaN")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    lines = [[c.rjust(w) for c, w in zip(columns, widths, strict=True)]]
+    lines += [[v.rjust(w) for v, w in zip(line, widths, strict=True)] for line in cells]
+    return "\n".join(" ".join(line) for line in lines)

@@ -115,6 +115,6 @@ def test_missing_key_fails_at_the_first_call(stub, monkeypatch):
 def test_faults_are_retried_like_openai(stub, fault):
     stub.faults.push(fault)
     slept: list[float] = []
-    impatient = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT)
+    impatient = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT, min_tokens_per_s=1e9)
     Retrying(impatient, RetryPolicy(initial_wait=0.01, jitter=0.0), sleep=slept.append).generate(prompt())
     assert len(stub.requests) == 2 and len(slept) == 1

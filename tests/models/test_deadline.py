@@ -17,15 +17,21 @@ from tests.models.stub_anthropic_server import StubAnthropic
 from tests.models.stub_openai_server import StubOpenAI
 
 TIMEOUT = 1.5
+FAST = 1e9
+"""A `min_tokens_per_s` that leaves a call's deadline at its `timeout`."""
 PROMPT = Prompt((Message("user", "Choose.\n- look\n- open fridge 1"),), max_tokens=64)
 
 
-def openai_model(stub, timeout: float) -> OpenAIModel:
-    return OpenAIModel("stub-model", base_url=f"{stub.url}/v1", api_key_env=None, timeout=timeout)
+def openai_model(stub, timeout: float, speed: float = FAST) -> OpenAIModel:
+    return OpenAIModel(
+        "stub-model", base_url=f"{stub.url}/v1", api_key_env=None, timeout=timeout, min_tokens_per_s=speed
+    )
 
 
-def anthropic_model(stub, timeout: float) -> AnthropicModel:
-    return AnthropicModel("claude-stub", base_url=stub.url, api_key_env=None, timeout=timeout)
+def anthropic_model(stub, timeout: float, speed: float = FAST) -> AnthropicModel:
+    return AnthropicModel(
+        "claude-stub", base_url=stub.url, api_key_env=None, timeout=timeout, min_tokens_per_s=speed
+    )
 
 
 PROVIDERS = [(StubOpenAI, openai_model), (StubAnthropic, anthropic_model)]
@@ -33,16 +39,18 @@ PROVIDERS = [(StubOpenAI, openai_model), (StubAnthropic, anthropic_model)]
 
 @pytest.mark.parametrize("fault", ["drip", "drip_headers"])
 @pytest.mark.parametrize(("server", "build"), PROVIDERS, ids=["openai", "anthropic"])
-def test_a_drip_fed_reply_ends_the_call_at_its_timeout(server, build, fault):
+def test_a_drip_fed_reply_ends_the_call_at_its_timeout_plus_its_tokens_at_the_slowest_speed(
+    server, build, fault
+):
     with server() as stub:
-        model = build(stub, TIMEOUT)
+        model = build(stub, TIMEOUT, speed=128)  # 64 tokens: 0.5 s more
         assert json.loads(model.generate(PROMPT).text)  # the SDK imported, the client and connection made
         stub.faults.push(fault)
         started = time.monotonic()
         with pytest.raises(TransientError, match="timed out|deadline"):
             model.generate(PROMPT)
         took = time.monotonic() - started
-        assert TIMEOUT - 0.1 <= took < TIMEOUT + 1.0
+        assert TIMEOUT + 0.5 - 0.1 <= took < TIMEOUT + 0.5 + 1.0
         assert json.loads(model.generate(PROMPT).text)  # the next call is served normally
 
 

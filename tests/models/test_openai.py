@@ -120,7 +120,7 @@ def test_describe_names_the_variable_never_the_key(stub):
 @pytest.mark.parametrize("fault", ["429", "500", "hang", "malformed"])
 def test_each_fault_is_transient_and_retried_to_success(stub, fault):
     stub.faults.push(fault, fault)
-    raw = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT)
+    raw = model(stub, timeout=IMPATIENT if fault == "hang" else PATIENT, min_tokens_per_s=1e9)
     with pytest.raises(TransientError):
         raw.generate(policy_prompt())
     reply = Retrying(raw, FAST).generate(policy_prompt())

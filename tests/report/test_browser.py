@@ -60,6 +60,16 @@ def rows_of(driver, name: str):
     return driver.find_elements("css selector", f"tr.ep[data-run='{run.get_attribute('data-run')}']")
 
 
+def open_episode(driver, row) -> None:
+    """Click an episode's row and wait until both panes are drawn (an episode's steps inflate on demand)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    key = f"{row.get_attribute('data-run')}:{row.get_attribute('data-ep')}"
+    row.click()
+    shown = lambda pane: driver.find_element("id", pane).get_attribute("data-shown")
+    WebDriverWait(driver, 20).until(lambda d: shown("pane-a") == key and shown("pane-b"))
+
+
 def test_dom_lists_every_episode_with_its_labels(page, fixture_runs):
     toy_rows = rows_of(page, "toy/pos/scripted")
     assert len(toy_rows) == len((fixture_runs["toy_pos"] / "results.jsonl").read_text().splitlines())
@@ -73,7 +83,7 @@ def test_dom_lists_every_episode_with_its_labels(page, fixture_runs):
 def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_runs, tmp_path):
     import json
 
-    rows_of(page, "toy/pos/scripted")[0].click()
+    open_episode(page, rows_of(page, "toy/pos/scripted")[0])
     pane = page.find_element("id", "pane-a")
     result = json.loads((episode_dir(fixture_runs["toy_pos"], "toy/000") / "result.json").read_text())
     healthy = len(result["report"]["belief_health_history"])
@@ -105,7 +115,7 @@ def test_an_episode_shows_its_health_curve_audits_and_transcript(page, fixture_r
 
 
 def test_a_hostile_reply_is_text_and_never_runs(page):
-    rows_of(page, "toy/raw/scripted")[0].click()
+    open_episode(page, rows_of(page, "toy/raw/scripted")[0])
     texts = lambda css: [p.get_attribute("textContent") for p in page.find_elements("css selector", css)]
     assert any(
         "<script>window.__pwned = 1</script>" in r and "onerror=" in r for r in texts("#pane-a pre.reply")

@@ -17,11 +17,21 @@ from tests.analysis.fixture_runs import XSS
 from tests.conftest import REPO
 
 
-def embedded(html: str) -> dict:
+def block(html: str, name: str) -> dict:
     b64 = re.search(
-        r'<script type="application/gzip-base64" id="report-data">(.*?)</script>', html, re.DOTALL
+        rf'<script type="application/gzip-base64" id="{name}">(.*?)</script>', html, re.DOTALL
     ).group(1)
     return json.loads(gzip.decompress(base64.b64decode(b64)))
+
+
+def embedded(html: str) -> dict:
+    """The index, each episode given its packed steps (`turns`, `strings`) from its own block."""
+    data = block(html, "report-data")
+    for run in data["runs"]:
+        for ep in run["episodes"]:
+            if ep["block"] is not None:
+                ep.update(block(html, f"ep-{ep['block']}"))
+    return data
 
 
 def test_report_is_self_contained_and_its_data_is_the_runs(fixture_runs):
@@ -38,7 +48,8 @@ def test_report_is_self_contained_and_its_data_is_the_runs(fixture_runs):
     assert sum(1 for t in first["turns"] if "step" in t) == first["steps"]
     statuses = [t["memory"]["status"] for t in first["turns"] if "memory" in t]
     assert statuses[:3] == ["validated", "repaired", "rejected"]
-    assert any(XSS in s for s in data["strings"]) and XSS not in html  # only inside the packed data
+    texts = [s for run in data["runs"] for ep in run["episodes"] for s in ep["strings"]]
+    assert any(XSS in s for s in texts) and XSS not in html  # only inside the packed data
 
 
 def test_error_text_in_a_table_cell_is_escaped(fixture_runs, tmp_path):
@@ -99,14 +110,14 @@ def test_episodes_of_a_run_no_process_writes_are_interrupted_never_running(fixtu
 def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fixture_runs):
     html = render([fixture_runs["toy_pos"]], spec=None, with_figures=False)
     data = embedded(html)
-    strings = data["strings"]
-    shown = [t for ep in data["runs"][0]["episodes"] for t in ep["turns"] if t.get("claims")]
-    assert shown and all("truth" in t for t in shown)
-    verdicts = {c[1] for t in shown for c in t["claims"]}
+    shown = [(t, ep["strings"]) for ep in data["runs"][0]["episodes"] for t in ep["turns"] if t.get("claims")]
+    assert shown and all("truth" in t for t, _ in shown)
+    verdicts = {c[1] for t, _ in shown for c in t["claims"]}
     assert {"true", "false"} <= verdicts  # the fixture places the mug in cabinet 1, right in some tasks only
-    wrong = next(c for t in shown for c in t["claims"] if c[1] == "false")
+    wrong, strings = next((c, texts) for t, texts in shown for c in t["claims"] if c[1] == "false")
     assert "cabinet 1" in strings[wrong[0]] and "(truth: " in strings[wrong[2]]
-    truth_text = strings[shown[0]["truth"]["facts"]]
+    first, strings = shown[0]
+    truth_text = strings[first["truth"]["facts"]]
     assert "mug 1 · location = " in truth_text
     assert "Belief accuracy against the ground truth" in html
 
@@ -195,10 +206,30 @@ def test_a_compaction_opens_its_turn_with_its_tokens_and_summary(tmp_path):
     overrides = ("bench=toy", "method=compaction", "model=scripted", SCHEMA_REPLY, "bench.limit=1")
     run(config(*overrides, "cache.mode=off", "runner.progress=false"), folder, {"label": "test"})
     data = embedded(render([tmp_path], spec=None, with_figures=False))
-    turns = data["runs"][0]["episodes"][0]["turns"]
+    episode = data["runs"][0]["episodes"][0]
+    turns = episode["turns"]
     opened = [t for t in turns if any(note[0] == "compaction" for note in t["notes"])]
     assert opened and all(
         t["calls"][0]["role"] == "compactor" or t["calls"][0]["role"] == "agent" for t in opened
     )
-    text = data["strings"][next(n[1] for n in opened[0]["notes"] if n[0] == "compaction")]
+    text = episode["strings"][next(n[1] for n in opened[0]["notes"] if n[0] == "compaction")]
     assert "CompactionSummary" in text and "tokens" in text and "summary:" in text
+
+
+def test_each_episode_is_its_own_block_and_the_blocks_stop_at_the_bound(fixture_runs):
+    root = fixture_runs["toy_pos"].parents[2]
+    whole = render([root], spec=None, with_figures=False)
+    index = block(whole, "report-data")
+    episodes = [ep for run in index["runs"] for ep in run["episodes"]]
+    assert "turns" not in episodes[0] and "strings" not in index  # opening the page inflates the index alone
+    blocks = [ep["block"] for ep in episodes]
+    assert None not in blocks and sorted(blocks) == list(range(len(episodes)))
+    sizes = [len(re.search(rf'id="ep-{b}">(.*?)</script>', whole, re.DOTALL).group(1)) for b in blocks]
+    bound = sum(sorted(sizes)[: len(sizes) // 2]) / 1e6  # room for about half of them
+    cut = render([root], spec=None, with_figures=False, max_mb=bound)
+    kept = [
+        ep for run in block(cut, "report-data")["runs"] for ep in run["episodes"] if ep["block"] is not None
+    ]
+    packed = re.findall(r'id="ep-\d+">(.*?)</script>', cut, re.DOTALL)
+    assert 0 < len(kept) < len(episodes) and sum(len(b) for b in packed) <= bound * 1e6
+    assert f"The steps of {len(episodes) - len(kept)} episodes are not embedded" in cut

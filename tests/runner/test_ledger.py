@@ -11,8 +11,7 @@ import pytest
 
 from pos_bench.analysis.collect import collect
 from pos_bench.analysis.runs import load_run
-from pos_bench.report.episodes import Strings
-from pos_bench.report.page import episode_payload
+from pos_bench.report.page import Blocks, episode_payload
 from pos_bench.runner import run
 from pos_bench.runner.summary import format_errors, format_table
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
@@ -80,7 +79,7 @@ def test_a_server_that_refuses_every_request_shows_refused_episodes_not_a_failed
     assert tables.index.loc[0, label] == TASKS and tables.index.loc[0, "errors"] == 0
     row = tables.table1.iloc[0]
     assert row["n"] == 0 and row[label] == TASKS and row["success %"] != 0.0  # NaN: no rate, not 0%
-    statuses = {e["status"] for e in episode_payload(load_run(run_dir), Strings())}
+    statuses = {e["status"] for e in episode_payload(load_run(run_dir), Blocks(1e9))}
     assert statuses == {label}
 
 

@@ -1,5 +1,6 @@
 from pos_bench.runner.summary import format_table, summarize
 from pos_bench.types import EpisodeResult, Usage
+from tests.conftest import REPO
 
 
 def result(task, *, success=False, status="done", steps=3, usage=None, extras=None, meta=None):
@@ -76,3 +77,40 @@ def test_a_run_that_never_called_a_model_is_not_labelled_with_one():
     assert summarize([result("a", usage=used)], {"model": "smollm2"}).labels == {"model": "smollm2"}
     # every episode failed before its first call: the model is not known to be unused
     assert summarize([result("a", status="error")], {"model": "smollm2"}).labels == {"model": "smollm2"}
+
+
+def test_grouping_leaves_out_episodes_without_the_key_and_orders_numbers_by_value():
+    results = [
+        result("a", success=True, meta={"length": 16, "family": "mail"}),
+        result("b", success=False, meta={"length": 8, "family": None}),
+        result("c", success=True, meta={"length": 8}),
+    ]
+    grouped = summarize(results, {}).by_group
+    assert grouped == {"length": {"8": 0.5, "16": 1.0}, "family": {"mail": 1.0}}
+    assert list(grouped["length"]) == ["8", "16"]
+
+
+def test_the_table_aligns_its_columns_and_marks_a_missing_cell():
+    from pos_bench.runner.summary import plain_table
+
+    table = plain_table([{"run": "toy/raw", "success": "50.0%"}, {"run": "toy/pos", "extra": 0.25}])
+    assert table.splitlines() == [
+        "    run success extra",
+        "toy/raw   50.0%   NaN",
+        "toy/pos     NaN  0.25",
+    ]
+
+
+def test_summarising_and_printing_a_run_leave_pandas_out_of_the_driver():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pos_bench.runner.summary import summarize; from pos_bench.types import EpisodeResult;"
+        "s = summarize([EpisodeResult(task_id='t', status='done', success=True, score=1.0, steps=1, turns=1,"
+        " usage={}, extras={}, task_meta={'g': 'x'})], {});"
+        "from pos_bench.runner.summary import format_table; format_table([s]);"
+        "print('pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"  # ~90 MB more in a sweep's driver after its first run otherwise

@@ -37,6 +37,7 @@ from pos_bench.benchmarks.loca.real.upstream import checkout_commit, identify
 from pos_bench.benchmarks.loca.real.validate import validate_log, validate_tools
 from pos_bench.benchmarks.loca.real.world import World, WorldCache, generate
 from pos_bench.extras import require
+from pos_bench.fullsize.processes import children, footprint
 from pos_bench.protocols import Model
 from pos_bench.types import Action, Brief, Observation, Score, Task, ToolCall, Upstream
 
@@ -89,6 +90,8 @@ class LocaEnv:
         self._vault: Vault | None = None
         self._lock: Any = None
         self._task_dir: Path | None = None
+        self._before: set[int] | None = None
+        self._footprint: tuple[int, float] = (0, 0.0)
 
     # -- reset ---------------------------------------------------------------------------------------
     def prepare(self, task: Task) -> str:
@@ -114,6 +117,9 @@ class LocaEnv:
         self._vault = Vault(self._task_dir, b.work_dir / ".vault" / case.case_id)
         self._uses, self._reward, self._terminated, self._truncated = 0, 0.0, False, False
         self._unclaimed: float | str | None = None
+        self._footprint: tuple[int, float] = (0, 0.0)
+        """This episode's server processes and their RSS in MB: at start, then the larger at the score."""
+        self._before: set[int] | None = None
         world, cache_status = self._world(case, self._task_dir)
         validate_log(case, self._task_dir / "logs" / "env.log")
         workspace = self._task_dir / "agent_workspace"
@@ -129,8 +135,11 @@ class LocaEnv:
             with _quiet(self._task_dir):
                 upstream = MCPTool(config, validate_on_init=False, execution_timeout=b.tool_timeout)
                 self._tool = EpisodeServers(upstream, label=case.case_id, call_timeout=b.tool_timeout)
+                self._before = children()
                 self._tool.start()
                 schemas = self._tool.get_tool_function()
+                # what this episode's servers hold (under runner.backend=threading, others' started meanwhile too)
+                self._footprint = footprint(self._before)
             known = None
         else:  # upstream's MCPTool as it is: each call enters its client anew
             known = b.cache.load_tools(case, launch) if b.cache and world.cached else None
@@ -254,6 +263,8 @@ class LocaEnv:
         return self._observe(text, "claimed" if self._terminated else "ok", name)
 
     def score(self) -> Score:
+        if self._before is not None and self._tool is not None:
+            self._footprint = max(self._footprint, footprint(self._before), key=lambda f: f[1])
         return Score(
             success=self.done and self._reward >= 1.0,
             value=self._reward,
@@ -265,6 +276,8 @@ class LocaEnv:
                 "tools": self._info["tools"],
                 "reset_seconds": self._info["reset_seconds"],
                 "world_cached": self._info["world_cached"],
+                "servers": self._footprint[0],
+                "servers_rss_mb": round(self._footprint[1], 1),
             },
         )
 
@@ -343,6 +356,7 @@ class LocaBenchmark:
         cache_dir: str | None = "~/.cache/pos_bench/loca/worlds",
         tools_dir: str = "~/.cache/pos_bench/loca-tools",
         grade_unclaimed: bool = True,
+        episode_memory_mb: float | None = 600.0,
     ):
         bad = [x for x in lengths if x not in LENGTHS]
         if bad or not lengths or keep_workspaces not in ("failed", "all", "none"):
@@ -365,6 +379,7 @@ class LocaBenchmark:
         self.max_turns, self.max_tool_uses, self.tool_timeout = max_turns, max_tool_uses, tool_timeout
         self.keep_workspaces, self.sandbox, self.servers = keep_workspaces, sandbox, servers
         self.grade_unclaimed = grade_unclaimed
+        self.episode_memory_mb = episode_memory_mb  # read by the runner (runner/memory.py) before it starts
         self.work_dir = Path(work_dir).expanduser().resolve()
         self.installed = Installed(Path(tools_dir).expanduser())
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None

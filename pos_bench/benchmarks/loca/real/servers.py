@@ -22,6 +22,9 @@ from typing import Any
 from pos_bench.benchmarks.loca.real.configs import NPM_PACKAGES, CaseConfig
 from pos_bench.benchmarks.loca.real.isolation import bwrap_path, sandbox_argv, scrubbed_environ
 
+TETHER = Path(__file__).with_name("tether.py")
+"""The launcher that makes a server die with the worker that started it (`tether.py`)."""
+
 CODE_SERVERS = frozenset({"python_execute", "terminal"})
 """Server types that run model-written code."""
 
@@ -134,13 +137,25 @@ def mcp_config(
             if bwrap:
                 script_dirs = [Path(a).parent for a in argv[1:2] if Path(a).is_file()]
                 argv = [*sandbox_argv(workspace, [*script_dirs, installed.python_dir], bwrap), *argv]
+        argv = tethered(argv)
         servers[name] = {
             "command": argv[0],
             "args": argv[1:],
-            "env": _server_environ(root, installed, line.get("env", {})),
+            "env": tether_environ(_server_environ(root, installed, line.get("env", {}))),
             **({"cwd": cwd} if cwd else {}),
         }
     return {"mcpServers": servers}
+
+
+def tethered(argv: list[str]) -> list[str]:
+    """`argv` run through the tether: killed by the kernel when the thread that launched it is gone. The
+    launching process names itself in the server's environment (`tether_environ`)."""
+    return [sys.executable, "-I", str(TETHER), *argv]
+
+
+def tether_environ(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` naming this process as the launcher, so a tether whose launcher died before it started exits."""
+    return {**env, "POS_BENCH_TETHER_PARENT": str(os.getpid())}
 
 
 def launch_key(config: Mapping[str, Any]) -> str:

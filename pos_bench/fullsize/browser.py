@@ -1,0 +1,55 @@
+"""The full-size check's browser check: the sweep's report opened in headless Chromium (the Debian package,
+driven by selenium, as tests/report/test_browser.py does), its index decoded and one episode view drawn."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+DRIVER = Path("/usr/bin/chromedriver")
+WAIT_S = 120.0
+
+
+def browser_check(report: Path) -> str:
+    """One line: how long the report took to open and to show its first episode, or why it was not checked."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.support.ui import WebDriverWait
+    except ImportError:
+        return "browser check skipped: selenium is not installed"
+    chromium = CHROMIUM if CHROMIUM.exists() else Path(shutil.which("chromium") or "")
+    if not chromium.is_file() or not DRIVER.exists():
+        return "browser check skipped: no headless Chromium (apt-get install chromium chromium-driver)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        started = time.perf_counter()
+        driver.get(report.resolve().as_uri())
+        ready = lambda d: d.find_element("tag name", "body").get_attribute("data-ready")
+        WebDriverWait(driver, WAIT_S).until(ready)
+        opened = time.perf_counter() - started
+        if ready(driver) != "1":
+            return f"browser check FAILED: the report's data did not load ({ready(driver)})"
+        rows = driver.find_elements("css selector", "tr.ep")
+        if not rows:
+            return f"browser: opened in {opened:.1f} s; no episode to show"
+        key = f"{rows[-1].get_attribute('data-run')}:{rows[-1].get_attribute('data-ep')}"
+        started = time.perf_counter()
+        driver.execute_script("arguments[0].click();", rows[-1])
+        shown = lambda d: d.find_element("id", "pane-a").get_attribute("data-shown") == key
+        WebDriverWait(driver, WAIT_S).until(shown)
+        turns = len(driver.find_element("id", "pane-a").find_elements("css selector", "details.turn"))
+        return (
+            f"browser (headless Chromium): report opened in {opened:.1f} s, the last of {len(rows)} episodes "
+            f"shown in {time.perf_counter() - started:.1f} s ({turns} turn groups)"
+        )
+    except Exception as error:  # noqa: BLE001 - any failure is the check's finding, printed
+        return f"browser check FAILED: {type(error).__name__}: {str(error)[:200]}"
+    finally:
+        driver.quit()

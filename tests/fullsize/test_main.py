@@ -1,0 +1,153 @@
+"""`scripts/bench_fullsize.py` (`python -m pos_bench.fullsize`) at small size, toy with two methods of two
+episodes each: every figure it prints is computed from the sweep it played (the run folders, the stand-in's own
+counts, the report it built)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pos_bench import events
+from pos_bench.standin.service import CallCost, ServiceModel, service_bound
+from tests.conftest import REPO
+
+SPEED = 400.0
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[str, Path]:
+    root = tmp_path_factory.mktemp("fullsize")
+    command = [
+        sys.executable,
+        "scripts/bench_fullsize.py",
+        "bench=toy",
+        "method=raw,pos",
+        "bench.limit=2",
+        "bench.max_turns=3",
+        "--jobs=2",
+        "--cores=2",
+        "--backend=threading",
+        "--sample-s=0.2",
+        f"--standin=--tokens-per-s {SPEED:g}",
+        f"--results={root}",
+    ]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, root
+
+
+def run_folder(root: Path, method: str) -> Path:
+    (folder,) = (root / "toy" / method / "vllm").glob("*/run.json")
+    return folder.parent
+
+
+def calls_of(folder: Path) -> list[list[events.Call]]:
+    return [
+        [e for e in events.read(p) if isinstance(e, events.Call)]
+        for p in sorted(folder.glob("episodes/*/events.jsonl"))
+    ]
+
+
+def field(pattern: str, text: str) -> list[str]:
+    found = re.search(pattern, text, flags=re.MULTILINE)
+    assert found, f"{pattern!r} not in the printout:\n{text}"
+    return list(found.groups())
+
+
+def test_the_counts_are_the_sweeps(sweep):
+    out, root = sweep
+    folders = {m: run_folder(root, m) for m in ("raw", "pos")}
+    calls = {m: calls_of(f) for m, f in folders.items()}
+    total = sum(len(c) for episodes in calls.values() for c in episodes)
+    hits = sum(e.cached for episodes in calls.values() for c in episodes for e in c)
+    episodes, errors, printed, cached = field(
+        r"(\d+) episodes, (\d+) errors, ([\d,]+) calls \(([\d,]+) from", out
+    )
+    assert (int(episodes), int(errors), int(printed.replace(",", "")), int(cached)) == (4, 0, total, hits)
+    answered, requests = field(r"stand-in served ([\d,]+) of ([\d,]+) requests", out)
+    assert int(answered) == int(requests) == total - hits
+
+
+def test_the_run_table_is_the_stand_in_model_over_the_recorded_calls_and_the_recorded_span(sweep):
+    out, root = sweep
+    for method in ("raw", "pos"):
+        episodes = calls_of(run_folder(root, method))
+        chains = [
+            [
+                CallCost(c.usage.input_tokens, c.usage.cached_input_tokens, c.usage.output_tokens)
+                for c in calls
+                if not c.cached
+            ]
+            for calls in episodes
+        ]
+        times = [
+            [e.time for e in events.read(p)] for p in run_folder(root, method).glob("episodes/*/events.jsonl")
+        ]
+        wall = max(max(t) for t in times) - min(min(t) for t in times)
+        (row,) = field(rf"^toy/{method}\s+(.*)$", out)
+        _, _, _, shown_wall, service, env, limit, ratio, _ = (float(cell) for cell in row.split())
+        bound = service_bound(chains, 2, ServiceModel(tokens_per_s=SPEED))
+        assert service == pytest.approx(bound, abs=0.051)
+        assert shown_wall == pytest.approx(wall, abs=0.051)
+        assert limit == pytest.approx(max(bound, env / 2), abs=0.051)
+        assert ratio == pytest.approx(wall / max(bound, env / 2), rel=0.05, abs=0.011)
+
+
+def test_transcript_bytes_and_the_report_are_measured_on_disk(sweep):
+    out, root = sweep
+    sizes = [
+        sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        for folder in root.glob("toy/*/vllm/*/episodes/*")
+    ]
+    mean, largest = field(r"transcripts per episode: mean ([\d.]+) kB, max ([\d.]+) kB", out)
+    assert float(mean) == pytest.approx(statistics.fmean(sizes) / 1e3, abs=0.051)
+    assert float(largest) == pytest.approx(max(sizes) / 1e3, abs=0.051)
+    (report_mb,) = field(r"report [\d.]+ s \(([\d.]+) MB\)", out)
+    assert float(report_mb) == pytest.approx((root / "report.html").stat().st_size / 1e6, abs=0.0051)
+
+
+def test_the_measured_side_of_the_estimate_is_each_runs_mean_per_episode(sweep):
+    out, root = sweep
+    for method in ("raw", "pos"):
+        rows = [
+            json.loads(line) for line in (run_folder(root, method) / "results.jsonl").read_text().splitlines()
+        ]
+        calls = statistics.fmean(sum(u["calls"] for u in row["usage"].values()) for row in rows)
+        (measured,) = field(rf"^toy/{method}\s+[\d,.]+ → ([\d,.]+) \(", out)
+        assert float(measured.replace(",", "")) == pytest.approx(calls, abs=0.51)
+
+
+def test_memory_files_and_processes_come_from_samples(sweep):
+    out, _ = sweep
+    peak, first, last = field(
+        r"driver RSS: peak (\d+) MB; while the first \d+ episodes ran (\d+) MB, the last \d+ (\d+) MB", out
+    )
+    assert 20 < int(peak) < 4000 and int(first) <= int(peak) and int(last) <= int(peak)
+    files, early, late = field(
+        r"open files: driver at most (\d+) \(at most (\d+) while .*?, (\d+) while", out
+    )
+    assert int(files) >= 3  # stdin, stdout, stderr at least
+    assert 3 <= int(early) <= int(files) and 3 <= int(late) <= int(files)
+    (left,) = field(r"left running 5 s after the sweep: (\d+)", out)
+    assert left == "0"
+
+
+def test_the_servers_an_episode_recorded_are_summed_per_run():
+    from pos_bench.fullsize.printout import server_lines
+    from pos_bench.fullsize.record import Run
+
+    rows = (
+        {"extras": {"servers": 5, "servers_rss_mb": 400.0}},
+        {"extras": {"servers": 7, "servers_rss_mb": 600.0}},
+    )
+    (line,) = server_lines([Run(Path("."), "loca/raw", {}, rows, ())])
+    assert (
+        line == "servers per episode (loca/raw): 6.0 processes, RSS mean 500 MB, max 600 MB over 2 episodes"
+    )
+    assert server_lines([Run(Path("."), "toy/raw", {}, ({"extras": {}},), ())]) == []

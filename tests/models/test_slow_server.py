@@ -1,0 +1,175 @@
+"""Slow servers finish (issue 44): against the stand-in writing at 15 tokens/s per request, a streamed call
+outlasts `model.timeout` and finishes, because `timeout` bounds only the silences; the same call read whole is
+cut, and a request that timed out is sent again once, never twice."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from pos_bench.models.openai import OpenAIModel, assembled
+from pos_bench.models.retry import RetryBudgetExhausted, Retrying, RetryPolicy, TransientError
+from pos_bench.prompting import policy_prompt
+from pos_bench.standin.server import Settings, StandinServer
+from pos_bench.standin.service import ServiceModel
+from pos_bench.types import Brief, Observation, Prompt, Reply
+
+SPEED = 15.0
+REPLY_TOKENS = 45
+"""Three seconds of writing at 15 tokens/s."""
+TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+def slow():
+    service = ServiceModel(tokens_per_s=SPEED, batch_tokens_per_s=SPEED * 8, first_token_s=0.0)
+    with StandinServer(Settings(service=service, reply_tokens=REPLY_TOKENS, chunk_seconds=0.1)) as server:
+        yield server
+
+
+def policy() -> Prompt:
+    obs = Observation(text="You are in a room.", actions=("open door", "look"))
+    return policy_prompt(Brief(system="You play a text game."), obs, ["Task: leave the room."])
+
+
+def model(server: StandinServer, **options) -> OpenAIModel:
+    return OpenAIModel("standin", base_url=server.url, api_key_env=None, timeout=TIMEOUT, **options)
+
+
+def test_a_streamed_reply_longer_than_the_timeout_finishes(slow):
+    started = time.monotonic()
+    reply = model(slow, stream=True).generate(policy())
+    took = time.monotonic() - started
+    assert json.loads(reply.text) == {"thought": "x", "action": "open door"}
+    assert reply.usage.output_tokens == REPLY_TOKENS and reply.usage.input_tokens > 0
+    assert took >= REPLY_TOKENS / SPEED * 0.9 > 2 * TIMEOUT  # it really outlasted the timeout
+
+
+def test_the_same_reply_read_whole_within_a_fixed_timeout_is_cut(slow):
+    fixed = model(slow, min_tokens_per_s=1e9)  # the deadline is `timeout` alone, as before issue 44
+    with pytest.raises(TransientError, match="timed out") as caught:
+        fixed.generate(policy())
+    assert caught.value.timed_out
+
+
+def test_the_overall_deadline_grows_with_max_tokens_and_cuts_a_stream_slower_than_the_floor(slow):
+    prompt = policy()
+    short = Prompt(prompt.messages, schema=prompt.schema, max_tokens=60)
+    floor = model(slow, stream=True, min_tokens_per_s=60.0)  # 1 s + 60 / 60 s: less than the 3 s of writing
+    assert floor.call_seconds(60) == pytest.approx(2.0) and floor.call_seconds(600) == pytest.approx(11.0)
+    started = time.monotonic()
+    with pytest.raises(TransientError, match="timed out|deadline"):
+        floor.generate(short)
+    assert 1.9 <= time.monotonic() - started < 3.0
+
+
+class Silent:
+    """A provider whose every call times out; counts the calls."""
+
+    name = "silent"
+
+    def __init__(self) -> None:
+        self.calls: list[Prompt] = []
+
+    def describe(self):
+        return {"provider": "silent"}
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        self.calls.append(prompt)
+        raise TransientError("timed out", timed_out=True)
+
+
+class Flaky(Silent):
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        self.calls.append(prompt)
+        raise TransientError("HTTP 503")
+
+
+def test_a_timed_out_request_is_sent_again_once_and_never_twice():
+    inner = Silent()
+    with pytest.raises(RetryBudgetExhausted, match="timed out twice"):
+        Retrying(
+            inner, RetryPolicy(max_attempts=6, initial_wait=0.0, jitter=0.0), sleep=lambda _: None
+        ).generate(policy())
+    assert len(inner.calls) == 2 and inner.calls[0] == inner.calls[1]
+
+
+def test_other_transient_failures_still_get_every_attempt():
+    inner = Flaky()
+    with pytest.raises(RetryBudgetExhausted, match="rerun the same command"):
+        Retrying(
+            inner, RetryPolicy(max_attempts=5, initial_wait=0.0, jitter=0.0), sleep=lambda _: None
+        ).generate(policy())
+    assert len(inner.calls) == 5
+
+
+def test_the_retry_total_leaves_room_for_two_long_replies(slow):
+    prompt = Prompt(policy().messages, max_tokens=100)
+    policy_ = RetryPolicy(max_seconds=30.0)
+    assert Retrying(model(slow, min_tokens_per_s=10.0), policy_).call_seconds(prompt) == pytest.approx(
+        30 + 20
+    )
+    assert Retrying(Silent(), policy_).call_seconds(prompt) == 30.0
+
+
+def test_streamed_chunks_add_up_to_the_whole_completion():
+    chunks = [
+        {"model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        {"model": "m", "choices": [{"index": 0, "delta": {"content": '{"a": '}}]},
+        {"model": "m", "choices": [{"index": 0, "delta": {"content": "1}"}, "finish_reason": "stop"}]},
+        {
+            "model": "m",
+            "system_fingerprint": "fp",
+            "choices": [],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+        },
+    ]
+    whole = assembled(chunks)
+    assert whole["choices"][0]["message"]["content"] == '{"a": 1}'
+    assert whole["choices"][0]["finish_reason"] == "stop" and whole["usage"]["completion_tokens"] == 3
+    assert whole["system_fingerprint"] == "fp"
+    assert assembled([{"choices": []}])["choices"][0]["message"]["content"] is None  # no text: malformed
+
+
+def test_server_sent_events_are_read_to_done_and_a_mid_stream_error_is_a_malformed_reply():
+    from pos_bench.models.openai import server_events
+
+    lines = [
+        ": ping",
+        'data: {"choices": []}',
+        "",
+        "event: x",
+        'data: {"a": 1}',
+        "data: [DONE]",
+        'data: {"b": 2}',
+    ]
+    assert list(server_events(lines)) == [{"choices": []}, {"a": 1}]
+    with pytest.raises(ValueError, match="mid-stream"):
+        list(server_events(['data: {"error": {"message": "out of memory"}}']))
+    with pytest.raises(ValueError):
+        list(server_events(["data: [1, 2]"]))
+
+
+def test_a_reply_streamed_one_token_at_a_time_costs_the_client_little_cpu():
+    service = ServiceModel(tokens_per_s=1000, batch_tokens_per_s=50000, first_token_s=0.0)
+    with StandinServer(Settings(service=service, reply_tokens=300, chunk_seconds=0.001)) as server:
+        streamed = model(server, stream=True)
+        streamed.generate(policy())
+        started = time.thread_time()
+        reply = streamed.generate(policy())
+        spent = time.thread_time() - started
+    assert reply.usage.output_tokens == 300
+    assert spent < 0.04  # ~300 events; the SDK's typed chunks took ~60 ms here
+
+
+def test_a_refused_streamed_request_is_a_rate_limit_to_retry():
+    from pos_bench.standin.server import Faults
+
+    with (
+        StandinServer(Settings(faults=Faults(rate_429=1.0, retry_after_s=3))) as server,
+        pytest.raises(TransientError) as caught,
+    ):
+        model(server, stream=True).generate(policy())
+    assert caught.value.rate_limited and caught.value.retry_after == 3 and not caught.value.timed_out
