@@ -14,13 +14,19 @@ import json
 import os
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pos_bench.extras import MissingExtra, install_hint
 from pos_bench.models.retry import RequestRefused
-from pos_bench.models.schema_bounds import SCHEMA_BOUNDS, bounded_schema
+from pos_bench.models.schema_bounds import (
+    SCHEMA_BOUNDS,
+    ReplyLimits,
+    bounded_schema,
+    limits_for,
+    reply_limits_of,
+)
 from pos_bench.types import Prompt, Reply, Usage
 from pos_bench.weights import embedded_weights as find_embedded_weights
 from pos_bench.weights import file_sha256
@@ -64,26 +70,6 @@ def default_threads(workers: int, cores: int | None = None) -> int:
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return 1 if workers == -1 else max(1, cores // workers)
-
-
-@dataclass(frozen=True)
-class ReplyLimits:
-    """Caps on one role's schema-constrained replies, for a model that fills every slot a schema allows."""
-
-    max_tokens: int
-    """Upper bound on the reply's tokens (the request's own budget wins when smaller)."""
-    items: int
-    """Entries per list and keys per free-form object."""
-    chars: int
-    """Characters per free string."""
-    lists: Mapping[str, int] = field(default_factory=dict)
-    """Entries allowed in a list property, by its name, instead of `items` (e.g. complete gap lists kept at 2
-    while a belief update upserts one record of each kind)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "lists", dict(self.lists))
-        if min(self.max_tokens, self.items, self.chars, *self.lists.values()) < 1:
-            raise ValueError(f"reply limits must all be ≥ 1, got {self}")
 
 
 @dataclass(frozen=True)
@@ -206,10 +192,7 @@ class LocalModel:
         self.seed = seed
         self.max_string_chars = max_string_chars
         self.max_items = max_items
-        self.reply_limits = {
-            role: limits if isinstance(limits, ReplyLimits) else ReplyLimits(**limits)
-            for role, limits in (reply_limits or {}).items()
-        }
+        self.reply_limits = reply_limits_of(reply_limits)
         self.passport_limits = dict(passport_limits) if passport_limits else None
         self.cache_prompt = cache_prompt
         self.rope_scaling = RopeScaling(**rope_scaling) if isinstance(rope_scaling, Mapping) else rope_scaling
@@ -291,8 +274,7 @@ class LocalModel:
     def limits_for(self, prompt: Prompt, role: str) -> ReplyLimits | None:
         """The caps of `prompt`'s reply: those of its reply type (the schema's title, e.g. `BeliefDelta`) when
         set, else those of its role, else none."""
-        title = prompt.schema.get("title") if prompt.schema is not None else None
-        return self.reply_limits.get(title) if title in self.reply_limits else self.reply_limits.get(role)
+        return limits_for(self.reply_limits, prompt.schema, role)
 
     def _request(self, prompt: Prompt, role: str) -> dict[str, Any]:
         limits = self.limits_for(prompt, role)

@@ -9,8 +9,10 @@ The episode's trial (from 1 on) is sent as `seed`. The reply is validated by the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pos_bench.models.endpoint import (
@@ -19,6 +21,13 @@ from pos_bench.models.endpoint import (
     RemoteModel,
     served_revision,
     token_count,
+)
+from pos_bench.models.schema_bounds import (
+    SCHEMA_BOUNDS,
+    ReplyLimits,
+    bounded_schema,
+    limits_for,
+    reply_limits_of,
 )
 from pos_bench.types import Prompt, Reply, Usage
 
@@ -49,6 +58,8 @@ class OpenAIModel(RemoteModel):
         max_reply_bytes: int = MAX_REPLY_BYTES,
         stream: bool = False,
         min_tokens_per_s: float = MIN_TOKENS_PER_S,
+        reply_limits: Mapping[str, ReplyLimits | Mapping[str, int]] | None = None,
+        smoke: bool = False,
     ):
         """
         Args:
@@ -66,6 +77,12 @@ class OpenAIModel(RemoteModel):
                 silence (before the first chunk, between two), so a slow server that keeps writing finishes.
             min_tokens_per_s: the slowest decode waited for; a call's overall deadline is
                 `timeout + max_tokens / min_tokens_per_s` (streamed or not).
+            reply_limits: role, reply type (a schema's title) or `default` → caps (`max_tokens`, `items`,
+                `chars`, `lists`) put into the schema sent (`models/schema_bounds.py`), for a small model behind
+                a server that turns schemas into grammars (llama.cpp's): without them it can fill a string or
+                a list until its token budget runs out and cut the JSON short. Part of the model's identity.
+            smoke: the server serves a smoke-test model (the embedded SmolLM2, `model=smollm2_server`): its runs
+                are labelled `smoke`, as the embedded model's are.
         """
         super().__init__(
             model,
@@ -89,9 +106,26 @@ class OpenAIModel(RemoteModel):
         self.extra_body = dict(extra_body or {})
         self.token_limit_field = token_limit_field
         self.stream = stream
+        self.reply_limits = reply_limits_of(reply_limits)
+        self.smoke = smoke
 
     def describe(self) -> Mapping[str, Any]:
-        return {**super().describe(), "stream": self.stream}
+        limits = {"reply_limits": {key: asdict(value) for key, value in self.reply_limits.items()}}
+        bounds = {**limits, "schema_bounds": SCHEMA_BOUNDS} if self.reply_limits else {}
+        smoke = {"smoke": True} if self.smoke else {}
+        return {**super().describe(), "stream": self.stream, **bounds, **smoke}
+
+    def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
+        return super().generate(self.limited(prompt, role), role=role)
+
+    def limited(self, prompt: Prompt, role: str) -> Prompt:
+        """`prompt` with the caps of its reply (`reply_limits`) in its schema and its token budget."""
+        limits = limits_for(self.reply_limits, prompt.schema, role)
+        if limits is None or prompt.schema is None:
+            return prompt
+        schema = bounded_schema(prompt.schema, max_chars=limits.chars, max_items=limits.items, lists=limits.lists)
+        budget = min(prompt.max_tokens or self.max_tokens, limits.max_tokens)
+        return dataclasses.replace(prompt, schema=schema, max_tokens=budget)
 
     def sampling(self) -> Mapping[str, Any]:
         return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA_BOUNDS = 4
@@ -111,3 +112,42 @@ def bounded_schema(
     out = _bound(copy.deepcopy(dict(schema)), max_chars, max_items, lists)
     out["x-guidance"] = {**out.get("x-guidance", {}), "whitespace_flexible": False}
     return out
+
+
+@dataclass(frozen=True)
+class ReplyLimits:
+    """Caps on one role's schema-constrained replies, for a model that fills every slot a schema allows."""
+
+    max_tokens: int
+    """Upper bound on the reply's tokens (the request's own budget wins when smaller)."""
+    items: int
+    """Entries per list and keys per free-form object."""
+    chars: int
+    """Characters per free string."""
+    lists: Mapping[str, int] = field(default_factory=dict)
+    """Entries allowed in a list property, by its name, instead of `items` (e.g. complete gap lists kept at 2
+    while a belief update upserts one record of each kind)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lists", dict(self.lists))
+        if min(self.max_tokens, self.items, self.chars, *self.lists.values()) < 1:
+            raise ValueError(f"reply limits must all be ≥ 1, got {self}")
+
+
+def reply_limits_of(limits: Mapping[str, ReplyLimits | Mapping[str, int]] | None) -> dict[str, ReplyLimits]:
+    """A config's `reply_limits` (role or reply type → caps, as records or plain mappings) as records."""
+    return {
+        key: value if isinstance(value, ReplyLimits) else ReplyLimits(**value)
+        for key, value in (limits or {}).items()
+    }
+
+
+def limits_for(
+    limits: Mapping[str, ReplyLimits], schema: Mapping[str, Any] | None, role: str
+) -> ReplyLimits | None:
+    """The caps of a reply to `schema` asked in `role`: those of its reply type (the schema's title, e.g.
+    `BeliefDelta`) when set, else those of its role, else those under `default`, else none."""
+    title = schema.get("title") if schema is not None else None
+    if title in limits:
+        return limits[title]
+    return limits.get(role, limits.get("default"))

@@ -74,6 +74,30 @@ def test_schema_goes_natively_as_response_format(stub):
     assert formats[2] is None and formats[3] is None
 
 
+def test_reply_limits_bound_the_schema_and_budget_sent_for_their_role_or_reply_type(stub):
+    schema = Pick.model_json_schema()  # title "Pick"
+    limits = {
+        "default": {"max_tokens": 48, "items": 2, "chars": 30},
+        "Pick": {"max_tokens": 40, "items": 1, "chars": 12},
+    }
+    bounded = model(stub, reply_limits=limits)
+    bounded.generate(policy_prompt(schema), role="agent")  # the reply type's caps win
+    bounded.generate(policy_prompt({**schema, "title": "Other"}), role="belief")  # the default's
+    bounded.generate(policy_prompt(), role="agent")  # no schema: nothing to bound
+    model(stub).generate(policy_prompt(schema))  # no limits: the schema as it is
+    sent = [
+        (r["max_tokens"], (r.get("response_format") or {}).get("json_schema", {}).get("schema"))
+        for r in stub.requests
+    ]
+    assert sent[0][0] == 40 and sent[0][1]["properties"]["action"]["maxLength"] == 12
+    assert sent[1][0] == 48 and sent[1][1]["properties"]["thought"]["maxLength"] == 30
+    assert sent[2] == (64, None) and sent[3] == (64, schema)
+    assert (
+        bounded.describe()["reply_limits"]["Pick"]["chars"] == 12
+        and "reply_limits" not in model(stub).describe()
+    )
+
+
 def test_preset_fields_reach_the_server(stub):
     chosen = model(
         stub,
