@@ -97,6 +97,27 @@ def test_serve_embedded_speaks_openai_chat_over_loopback():
         urllib.request.urlopen(f"{base_url}/models", timeout=5)
 
 
+@embedded
+def test_pos_plays_against_the_served_embedded_model_through_the_smollm2_server_preset(tmp_path):
+    """The served model with the preset's reply caps closes PoS's structured replies (unbounded, the initial
+    belief ran to its token budget and the episode ended in BeliefFailure)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    with serve_embedded(n_ctx=8192) as base_url:
+        cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=1", "bench.max_turns=1"]
+        cmd += ["method=pos", "model=smollm2_server", f"model.base_url={base_url}", f"results_root={tmp_path}"]
+        out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (results,) = tmp_path.glob("toy/pos/smollm2_server/*/results.jsonl")
+    row = json.loads(results.read_text())
+    assert (row["status"], row["turns"]) == ("done", 1), row.get("error")
+    meta = json.loads(results.with_name("run.json").read_text())
+    assert meta["labels"]["label"] == "smoke" and meta["model"]["reply_limits"]["belief"]["chars"] == 48
+
+
 def test_threads_default_to_the_cores_shared_by_the_workers_and_a_set_value_wins():
     assert [default_threads(w, cores=4) for w in (1, 2, 3, 4, 8, -1)] == [4, 2, 1, 1, 1, 1]
     with pytest.raises(ValueError, match="workers"):
