@@ -113,7 +113,7 @@ def test_the_inspect_command_line_finds_the_tasks(stub: TimedStub, tmp_path: Pat
             "-T", "bench.limit=2", "-T", "bench.max_turns=2", "-T", f"results_root={tmp_path}",
             "--log-dir", str(tmp_path / "logs"), "--display", "none",
         ],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        check=False, capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     [path] = (tmp_path / "logs").glob("*.eval")
