@@ -17,7 +17,15 @@ import pos_bench.inspect.tasks  # registers the pos_bench/<bench> tasks in this 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def eval_task(bench: str, model: str, logs: Path, *, max_samples: int | None = None, **args: Any) -> EvalLog:
+def eval_task(
+    bench: str,
+    model: str,
+    logs: Path,
+    *,
+    max_samples: int | None = None,
+    max_connections: int | None = None,
+    **args: Any,
+) -> EvalLog:
     """`inspect eval pos_bench/<bench> --model <model> -T key=value…` in this process; the log as read back from
     its file."""
     [log] = inspect_eval(
@@ -27,6 +35,7 @@ def eval_task(bench: str, model: str, logs: Path, *, max_samples: int | None = N
         log_dir=str(logs),
         display="none",
         max_samples=max_samples,
+        max_connections=max_connections,
     )
     assert log.location, "inspect wrote no log"
     return read_eval_log(log.location)
