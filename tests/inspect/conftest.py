@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.inspect.stub import TimedStub
+from tests.inspect.stub import TimedStub, by_schema
 
 pytest.importorskip("inspect_ai")
 
@@ -33,5 +33,6 @@ def stub(stub_server: TimedStub) -> TimedStub:
     stub_server.requests.clear()
     stub_server.spans.clear()
     stub_server.delay = 0.0
+    stub_server.answer = by_schema
     stub_server.max_in_flight = 0
     return stub_server

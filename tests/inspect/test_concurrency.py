@@ -14,7 +14,9 @@ from tests.inspect.stub import INSPECT_NAME, TimedStub, most_at_once
 FOUR = {"bench.limit": 4, "bench.max_turns": 2, "method": "raw"}
 
 
-@pytest.mark.parametrize(("max_samples", "max_connections", "expected"), [(4, None, 4), (1, None, 1), (4, 2, 2)])
+@pytest.mark.parametrize(
+    ("max_samples", "max_connections", "expected"), [(4, None, 4), (1, None, 1), (4, 2, 2)]
+)
 def test_inspect_bounds_what_runs_and_what_is_in_flight(
     max_samples: int, max_connections: int | None, expected: int, stub: TimedStub, tmp_path: Path
 ):
