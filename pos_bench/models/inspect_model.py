@@ -189,7 +189,14 @@ class InspectModel:
             raise classified(error, f"inspect {model}") from error
         if output.error:
             raise TransientError(f"inspect {model}: {output.error}")
-        if output.stop_reason == "model_length" and not output.completion:
-            # what inspect's providers make of a prompt past the context window: the ledger's `overflow`
-            raise RequestRefused(f"inspect {model}: the prompt exceeds the model's context window")
+        if output.stop_reason == "model_length":
+            # what inspect's providers make of a prompt past the context window (an HTTP 400 turned into an
+            # output holding the server's message): the ledger's `overflow`
+            raise RequestRefused(
+                f"inspect {model}: the prompt exceeds the model's context window ({output.completion[:300]})"
+            )
+        if output.stop_reason == "content_filter":
+            raise RequestRefused(
+                f"inspect {model}: the provider refused the request ({output.completion[:300]})"
+            )
         return to_reply(output)

@@ -35,4 +35,7 @@ def stub(stub_server: TimedStub) -> TimedStub:
     stub_server.delay = 0.0
     stub_server.answer = by_schema
     stub_server.max_in_flight = 0
+    stub_server.report_cached = False
+    stub_server.faults.rule = None
+    stub_server.faults.queue.clear()
     return stub_server
