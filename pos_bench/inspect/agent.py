@@ -67,8 +67,10 @@ def method_agent(
         model = str(get_model())
         env = ToolEnv(defs, state.messages, task_text(state.messages))
         with calls_to_this_loop():
-            episode = await anyio.to_thread.run_sync(play_agent_episode, node, env, max_turns)
+            episode, error = await anyio.to_thread.run_sync(play_agent_episode, node, env, max_turns)
         add_to_transcript(episode, model)
+        if error is not None:
+            raise error
         if env.answer is not None:
             state.output = ModelOutput.from_content(model, env.answer)
         return state
@@ -76,9 +78,12 @@ def method_agent(
     return execute
 
 
-def play_agent_episode(node: Mapping[str, Any], env: Any, max_turns: int) -> list[Any]:
-    """Play one episode of the method `node` on `env` with the sample's model; returns its transcript events.
-    A failed episode raises (inspect records the sample's error), after its events are kept."""
+def play_agent_episode(
+    node: Mapping[str, Any], env: Any, max_turns: int
+) -> tuple[list[Any], Exception | None]:
+    """Play one episode of the method `node` on `env` with the sample's model; returns its transcript events and
+    the error that ended it, if one did (the agent raises it after the events joined the log, so inspect records
+    the sample's error with the steps that led to it)."""
     from pos_bench import events
     from pos_bench.build import build
     from pos_bench.inspect.tool_env import BRIEF
@@ -89,9 +94,13 @@ def play_agent_episode(node: Mapping[str, Any], env: Any, max_turns: int) -> lis
 
     log = Transcript()
     model = Recorded(InspectModel(None, max_retries=None, timeout=None), log)
+    failure: Exception | None = None
     try:
         with build(dict(node))(model=model) as method:
             play(Task("sample"), env, method, model, brief=BRIEF, max_turns=max_turns, log=log)
+    except Exception as error:  # noqa: BLE001 - raised again on the event loop, after the log is written
+        log.write(events.Error(error=f"{type(error).__name__}: {error}"))
+        failure = error
     finally:
         log.close()
-    return events.parse_all(log.events)
+    return events.parse_all(log.events), failure

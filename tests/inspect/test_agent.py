@@ -89,3 +89,14 @@ def test_settings_reach_the_method():
     assert node["sentinel"]["enabled"] is False and node["belief_max_tokens"] == 99
     with pytest.raises(Exception, match="nope"):
         method_config("nope", {})
+
+
+def test_a_failed_episode_is_the_samples_error_with_its_events_in_the_log(stub: TimedStub, tmp_path: Path):
+    stub.faults.rule = lambda body: "400"  # every call refused
+    [log] = inspect_eval(
+        arithmetic_task("raw"), model=INSPECT_NAME, log_dir=str(tmp_path), display="none", fail_on_error=False
+    )
+    [sample] = read_eval_log(log.location).samples or []
+    assert sample.error is not None and "RequestRefused" in sample.error.message
+    failed = [e for e in sample.events if e.event == "model" and e.error]
+    assert len(failed) == 1 and [e for e in sample.events if e.event == "error"]
