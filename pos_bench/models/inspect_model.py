@@ -126,6 +126,21 @@ class InspectModel:
         self.timeout = timeout
         self.max_connections = max_connections
         self.revision = revision
+        if name is not None:
+            self.provider_model()  # an unknown provider or a missing key stops the run at its pre-flight
+
+    def provider_model(self) -> Any:
+        """inspect's model for `name` (memoized by inspect): made here so that an unknown provider, a missing
+        package or an unset key variable is a one-line error before the first episode."""
+        import re
+
+        from inspect_ai.model import get_model
+
+        try:
+            return get_model(self.model, base_url=self.base_url, **self.model_args)
+        except Exception as error:
+            text = re.sub(r"\[/?[a-z ]+\]", "", str(error)).replace("ERROR: ", "").strip()
+            raise ValueError(f"inspect cannot make model {self.model!r}: {' '.join(text.split())}") from error
 
     def describe(self) -> Mapping[str, Any]:
         return {
@@ -150,7 +165,7 @@ class InspectModel:
         elif self.model is None:
             raise ValueError("model=inspect needs model.name (inspect's provider/model) outside inspect eval")
         else:
-            base = get_model(self.model, base_url=self.base_url, **self.model_args)
+            base = self.provider_model()
         return get_model(role=role, default=base)
 
     def config(self, prompt: Prompt) -> Any:

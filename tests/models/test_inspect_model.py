@@ -59,7 +59,8 @@ def test_the_reply_schema_is_inlined_for_inspect():
         inline_schema(looping)
 
 
-def test_the_description_names_provider_model_and_settings():
+def test_the_description_names_provider_model_and_settings(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-key")
     model = InspectModel("anthropic/claude-x", temperature=0.5, base_url="https://u:p@host/v1?k=1")
     described = model.describe()
     assert described["provider"] == "inspect" and described["model"] == "anthropic/claude-x"
@@ -67,3 +68,11 @@ def test_the_description_names_provider_model_and_settings():
     assert InspectModel("anthropic/claude-x", temperature=0.0).describe() != described
     with pytest.raises(ValueError, match="response_mode"):
         InspectModel("a/b", response_mode="grammar")
+
+
+def test_an_unknown_provider_or_a_missing_key_fails_when_the_model_is_built(monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(ValueError, match="nosuchprovider.* not recognized"):
+        InspectModel("nosuchprovider/x")
+    monkeypatch.delenv("NOKEY_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="No NOKEY_API_KEY defined"):
+        InspectModel("openai-api/nokey/m")
