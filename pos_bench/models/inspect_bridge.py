@@ -8,14 +8,24 @@ other call. `to_inspect` / `to_prompt` and `to_output` / `to_reply` turn records
 inspect is asyncio; pos_bench's loop is not. `Coroutines` runs inspect's coroutines for one episode on one event
 loop (and one `contextvars.Context`, so inspect's per-sample store and transcript are the episode's own), closed
 with the episode: no loop or thread is made per step.
+
+The other way round (issue 43), pos_bench's loop runs inside inspect: an inspect sample starts the episode in a
+worker thread under `calls_to_this_loop()`, and `run_coroutine` sends each inspect coroutine the episode needs
+(a model call, a tool call) back to the sample's event loop, in the sample's context (its usage, limits and
+connection bounds), while only the worker thread waits. Outside inspect (`python -m pos_bench model=inspect`)
+the coroutines run on one background event loop of the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import json
-from collections.abc import Awaitable, Callable, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
 from inspect_ai.log._transcript import Transcript as InspectTranscript
@@ -206,3 +216,103 @@ class Coroutines:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where the inspect coroutines of pos_bench code running in a worker thread go: the sample's event loop and
+    a copy of its context."""
+
+    loop: asyncio.AbstractEventLoop
+    context: contextvars.Context
+
+
+_BINDING: contextvars.ContextVar[Binding | None] = contextvars.ContextVar(
+    "pos_bench_inspect_loop", default=None
+)
+
+
+@contextmanager
+def calls_to_this_loop() -> Iterator[Binding]:
+    """In a coroutine on inspect's loop: worker threads started inside the block (`anyio.to_thread.run_sync`
+    copies the context) send their `run_coroutine` calls here, in this context."""
+    binding = Binding(asyncio.get_running_loop(), contextvars.copy_context())
+    token = _BINDING.set(binding)
+    try:
+        yield binding
+    finally:
+        _BINDING.reset(token)
+
+
+def bound() -> Binding | None:
+    """The binding of the calling thread, when it was started from an inspect sample."""
+    return _BINDING.get()
+
+
+_LOOP_LOCK = threading.Lock()
+_BACKGROUND: asyncio.AbstractEventLoop | None = None
+_PENDING: set[asyncio.Task[Any]] = set()
+"""Tasks started from other threads, held until done (the loop keeps only weak references)."""
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The process's event loop for inspect calls made outside inspect, run by a daemon thread started on first
+    use; inspect's clients stay on the loop they were made on, so every episode of the process shares it."""
+    global _BACKGROUND
+    with _LOOP_LOCK:
+        if _BACKGROUND is None or _BACKGROUND.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="pos_bench-inspect-loop", daemon=True).start()
+            _BACKGROUND = loop
+        return _BACKGROUND
+
+
+def fresh_context(base: contextvars.Context | None = None) -> contextvars.Context:
+    """A copy of `base` (or an empty context) whose inspect transcript is a throwaway: inspect records the
+    call's own events there, and pos_bench's transcript shows the call once (exported with the episode)."""
+    context = base.copy() if base is not None else contextvars.Context()
+    context.run(init_transcript, InspectTranscript())
+    return context
+
+
+def run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
+    """Await `factory()` on the bound sample's loop (else the background loop) and return its result; only the
+    calling thread blocks. Never call it on the loop's own thread: it would wait for itself."""
+    binding = bound()
+    loop = binding.loop if binding else background_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        raise RuntimeError(
+            "pos_bench code that calls inspect must run in a worker thread (anyio.to_thread.run_sync), not "
+            "on inspect's event loop, which it would block"
+        )
+    context = fresh_context(binding.context if binding else None)
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def settle(task: asyncio.Task[T]) -> None:
+        _PENDING.discard(task)
+        if task.cancelled():
+            future.cancel()
+        elif task.exception() is not None:
+            future.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            future.set_result(task.result())
+
+    def start() -> None:
+        try:
+            task = loop.create_task(_awaited(factory), context=context)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            future.set_exception(error)
+            return
+        _PENDING.add(task)
+        task.add_done_callback(settle)
+
+    loop.call_soon_threadsafe(start)
+    return future.result()
+
+
+async def _awaited(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()

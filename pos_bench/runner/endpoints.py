@@ -54,6 +54,8 @@ def endpoints(cfg: Mapping[str, Any]) -> list[Endpoint]:
     nodes = [("agent", cfg.get("model") or {})] + list((cfg.get("roles") or {}).items())
     found: dict[tuple[str, str, str], Endpoint] = {}
     for role, node in nodes:
+        if isinstance(node, Mapping) and str(node.get("_target_", "")).endswith(INSPECT_TARGET):
+            node = inspect_node(node)
         if not isinstance(node, Mapping) or not node.get("model"):
             continue
         target = str(node.get("_target_", ""))
@@ -67,6 +69,30 @@ def endpoints(cfg: Mapping[str, Any]) -> list[Endpoint]:
             key, Endpoint(role, url, str(node["model"]), protocol, node.get("api_key_env"), limit)
         )
     return list(found.values())
+
+
+INSPECT_TARGET = "inspect_model.InspectModel"
+
+
+def inspect_node(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A `model=inspect` node as the OpenAI or Anthropic node its provider speaks to, with inspect's own
+    variables for the URL and key (`OPENAI_BASE_URL`, `<SERVICE>_BASE_URL` of `openai-api/<service>/…`);
+    None for the other providers, which inspect checks itself when the model is built."""
+    provider, _, rest = str(node.get("name") or "").partition("/")
+    if provider == "openai-api":
+        service, _, model = rest.partition("/")
+        prefix = service.upper().replace("-", "_")
+        url = node.get("base_url") or os.environ.get(f"{prefix}_BASE_URL")
+        target, variable = ("openai" if url else ""), f"{prefix}_API_KEY"
+    elif provider in ("openai", "anthropic"):
+        model, prefix = rest, provider.upper()
+        url = node.get("base_url") or os.environ.get(f"{prefix}_BASE_URL")
+        target, variable = provider, f"{prefix}_API_KEY"
+    else:
+        return None
+    if not target or not model:
+        return None
+    return {"_target_": target, "model": model, "base_url": url, "api_key_env": variable}
 
 
 def problem(endpoint: Endpoint, timeout: float = TIMEOUT) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
 from inspect_ai.tool import ToolCall, memory
 
@@ -82,3 +83,25 @@ def test_one_loop_per_episode_and_each_episode_has_its_own_inspect_store():
 
 async def current_loop():
     return asyncio.get_running_loop()
+
+
+def test_a_coroutine_from_a_worker_thread_runs_on_the_bound_loop_and_never_on_its_own_thread():
+    import threading
+
+    from pos_bench.models.inspect_bridge import calls_to_this_loop, run_coroutine
+
+    async def where() -> int:
+        return threading.get_ident()
+
+    async def main() -> tuple[int, int]:
+        import anyio
+
+        with calls_to_this_loop():
+            ran_on = await anyio.to_thread.run_sync(lambda: run_coroutine(where))
+        with pytest.raises(RuntimeError, match="worker thread"), calls_to_this_loop():
+            run_coroutine(where)
+        return ran_on, threading.get_ident()
+
+    ran_on, loop_thread = asyncio.run(main())
+    assert ran_on == loop_thread  # the coroutine ran on the sample's loop, not in the worker
+    assert run_coroutine(where) != threading.get_ident()  # outside inspect: the background loop's thread

@@ -8,6 +8,7 @@ Each observation's `info` carries `won` and, when enabled, the planner expert's 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,12 @@ def goal_of(text: str) -> str:
     return rest.strip() if marker else ""
 
 
+LOADING = threading.Lock()
+"""TextWorld parses a game's PDDL with one module-wide parser that is not thread-safe (two games loading at once
+in one process fail with `IndexError: pop from empty list`): games load one at a time; their steps still overlap.
+Episodes in threads of one process are `runner.backend=threading` and `inspect eval pos_bench/alfworld`."""
+
+
 class AlfWorldEnv:
     """One TextWorld game at a time; `reset` loads the task's game file (about a second without the
     planner)."""
@@ -114,8 +121,9 @@ class AlfWorldEnv:
         request = self._textworld.EnvInfos(
             won=True, admissible_commands=True, facts=self.keeps_truth, extras=extras
         )
-        self._game = self._textworld.start(str(gamefile), request, wrappers=wrappers)
-        self._state = self._game.reset()
+        with LOADING:
+            self._game = self._textworld.start(str(gamefile), request, wrappers=wrappers)
+            self._state = self._game.reset()
         self._steps = 0
         self._goal = goal_of(self._state.feedback)
         return self._observe()

@@ -298,3 +298,18 @@ def test_the_expert_wins_a_valid_seen_tree_through_the_command_line_config(
         cfg = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
     summary = run(cfg, tmp_path, {"bench": "alfworld", "method": "expert"})
     assert (summary.episodes, summary.successes, summary.errors) == (3, 3, 0)
+
+
+@pytest.mark.engine
+def test_games_load_in_threads_of_one_process(tarball: Path, engine: None) -> None:
+    """TextWorld's PDDL parser is shared by the process: without the loading lock, two games loading at once
+    (episodes in threads: runner.backend=threading, inspect's samples) fail with `pop from empty list`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bench = AlfWorldBenchmark(tarball, limit=4)
+    envs = [bench.make_env(ScriptedModel()) for _ in bench.tasks()]
+    with ThreadPoolExecutor(4) as pool:
+        firsts = list(pool.map(lambda pair: pair[0].reset(pair[1]), zip(envs, bench.tasks(), strict=True)))
+    assert all(first.actions for first in firsts)
+    for env in envs:
+        env.close()
