@@ -15,10 +15,12 @@ the command line's base URL, model arguments and generation settings.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 from pos_bench.models.endpoint import public_url
 from pos_bench.models.retry import RequestRefused, TransientError
+from pos_bench.models.schema_bounds import limited_prompt, reply_limits_of
 from pos_bench.types import Prompt, Reply
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
@@ -95,6 +97,10 @@ class InspectModel:
         timeout: seconds one attempt may take (inspect's `attempt_timeout`); null: the provider's.
         max_connections: inspect's bound on calls in flight to this model; null: the provider's default.
         revision: the weights meant (a dated snapshot, a commit); part of the cache key.
+        reply_limits: role, reply type or `default` → caps put into the reply schema, as `model=smollm2_server`
+            does (`models/schema_bounds.py`). inspect's schema type cannot carry list sizes, so a capped schema
+            goes whole as the OpenAI `response_format` in the request body (`extra_body`): for OpenAI-compatible
+            providers (`openai`, `openai-api/…`, `vllm`, `sglang`) only.
     """
 
     def __init__(
@@ -110,6 +116,7 @@ class InspectModel:
         timeout: int | None = 120,
         max_connections: int | None = None,
         revision: str | None = None,
+        reply_limits: Mapping[str, Any] | None = None,
     ):
         if response_mode not in ("json_schema", "none"):
             raise ValueError(f"model.response_mode must be json_schema or none, got {response_mode!r}")
@@ -126,6 +133,7 @@ class InspectModel:
         self.timeout = timeout
         self.max_connections = max_connections
         self.revision = revision
+        self.reply_limits = reply_limits_of(reply_limits)
         if name is not None:
             self.provider_model()  # an unknown provider or a missing key stops the run at its pre-flight
 
@@ -152,6 +160,11 @@ class InspectModel:
             "max_tokens": self.max_tokens,
             "base_url": public_url(self.base_url),
             "model_args": dict(self.model_args),
+            **(
+                {"reply_limits": {k: asdict(v) for k, v in self.reply_limits.items()}}
+                if self.reply_limits
+                else {}
+            ),
         }
 
     def inspect_model(self, role: str) -> Any:
@@ -183,7 +196,10 @@ class InspectModel:
                 settings[key] = value
         if prompt.trial:  # trial 0 sends none, as the SDK providers do
             settings["seed"] = prompt.trial
-        if prompt.schema is not None and self.response_mode == "json_schema":
+        if prompt.schema is not None and self.response_mode == "json_schema" and self.reply_limits:
+            reply = {"name": "reply", "schema": dict(prompt.schema), "strict": False}  # capped in `generate`
+            settings["extra_body"] = {"response_format": {"type": "json_schema", "json_schema": reply}}
+        elif prompt.schema is not None and self.response_mode == "json_schema":
             schema = JSONSchema.model_validate(inline_schema(prompt.schema))
             settings["response_schema"] = ResponseSchema(name="reply", json_schema=schema)
         return GenerateConfig(**settings)
@@ -191,7 +207,8 @@ class InspectModel:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         from pos_bench.models.inspect_bridge import run_coroutine
 
-        return run_coroutine(lambda: self.agenerate(prompt, role=role))
+        limited = limited_prompt(prompt, self.reply_limits, role, self.max_tokens)
+        return run_coroutine(lambda: self.agenerate(limited, role=role))
 
     async def agenerate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         """The call itself, on an event loop."""

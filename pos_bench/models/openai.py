@@ -9,7 +9,6 @@ The episode's trial (from 1 on) is sent as `seed`. The reply is validated by the
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
@@ -25,8 +24,7 @@ from pos_bench.models.endpoint import (
 from pos_bench.models.schema_bounds import (
     SCHEMA_BOUNDS,
     ReplyLimits,
-    bounded_schema,
-    limits_for,
+    limited_prompt,
     reply_limits_of,
 )
 from pos_bench.types import Prompt, Reply, Usage
@@ -116,16 +114,7 @@ class OpenAIModel(RemoteModel):
         return {**super().describe(), "stream": self.stream, **bounds, **smoke}
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
-        return super().generate(self.limited(prompt, role), role=role)
-
-    def limited(self, prompt: Prompt, role: str) -> Prompt:
-        """`prompt` with the caps of its reply (`reply_limits`) in its schema and its token budget."""
-        limits = limits_for(self.reply_limits, prompt.schema, role)
-        if limits is None or prompt.schema is None:
-            return prompt
-        schema = bounded_schema(prompt.schema, max_chars=limits.chars, max_items=limits.items, lists=limits.lists)
-        budget = min(prompt.max_tokens or self.max_tokens, limits.max_tokens)
-        return dataclasses.replace(prompt, schema=schema, max_tokens=budget)
+        return super().generate(limited_prompt(prompt, self.reply_limits, role, self.max_tokens), role=role)
 
     def sampling(self) -> Mapping[str, Any]:
         return {

@@ -10,9 +10,12 @@ of identifier fields, and asks LLGuidance for compact whitespace, so a reply clo
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pos_bench.types import Prompt
 
 SCHEMA_BOUNDS = 4
 """Version of `bounded_schema`'s rules; part of the model identity, so cached replies follow the rules."""
@@ -151,3 +154,16 @@ def limits_for(
     if title in limits:
         return limits[title]
     return limits.get(role, limits.get("default"))
+
+
+def limited_prompt(prompt: Prompt, limits: Mapping[str, ReplyLimits], role: str, max_tokens: int) -> Prompt:
+    """`prompt` with the caps of its reply (`limits_for`) put into its schema and its token budget (`max_tokens`
+    when it sets none); unchanged when it has no schema or no caps apply. For models whose server turns the
+    schema into a grammar."""
+    caps = limits_for(limits, prompt.schema, role)
+    if caps is None or prompt.schema is None:
+        return prompt
+    schema = bounded_schema(prompt.schema, max_chars=caps.chars, max_items=caps.items, lists=caps.lists)
+    return dataclasses.replace(
+        prompt, schema=schema, max_tokens=min(prompt.max_tokens or max_tokens, caps.max_tokens)
+    )

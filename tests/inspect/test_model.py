@@ -88,3 +88,17 @@ def test_the_pre_flight_checks_the_endpoint_inspect_would_call(stub: TimedStub, 
     assert list(endpoint_problems(config(tmp_path))) == []
     [problem] = endpoint_problems(config(tmp_path, "openai-api/stub/other-model"))
     assert "does not serve other-model" in problem and MODEL in problem
+
+
+def test_reply_limits_reach_the_server_whole_in_the_response_format(stub: TimedStub, tmp_path: Path):
+    """inspect's schema type drops list sizes; capped schemas go raw in the body, list sizes included."""
+    cfg = config(tmp_path)
+    cfg["method"] = {"_target_": "pos_bench.pos.method.Pos", "_partial_": True}
+    cfg["model"]["reply_limits"] = {"default": {"max_tokens": 200, "items": 2, "chars": 40}}
+    run(cfg, tmp_path / "run", {"bench": "toy", "method": "pos", "model": "inspect", "label": "full"})
+    sent = [r for r in stub.chat_requests() if r.get("response_format")]
+    assert sent, "no structured request reached the server"
+    schemas = [r["response_format"]["json_schema"]["schema"] for r in sent]
+    text = json.dumps(schemas)
+    assert '"maxItems": 2' in text and '"maxLength": 40' in text
+    assert all(r["max_tokens"] <= 200 for r in sent)
