@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the fixture runs live in tests/
 
-CHROMIUM = Path("/usr/bin/chromium")
-DRIVER = Path("/usr/bin/chromedriver")
+from pos_bench.report import chromium  # after the path is set
+
 FIGURES = {
     "figure3_trapping.png": "figure3.png",
     "figure4_lengths.png": "figure4.png",
@@ -46,23 +46,9 @@ def figures(root: Path, out: Path) -> list[Path]:
 
 
 def browser():
-    if not (CHROMIUM.exists() and DRIVER.exists()):
-        raise SystemExit("headless Chromium is needed: apt-get install -y chromium chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1400,900",
-        "--hide-scrollbars",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    if not chromium.available():
+        raise SystemExit(f"{chromium.MISSING}: it takes the screenshots")
+    return chromium.headless("1400,900", "--hide-scrollbars")
 
 
 def report(root: Path, out: Path) -> list[Path]:

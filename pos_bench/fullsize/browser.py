@@ -3,31 +3,23 @@ driven by selenium, as tests/report/test_browser.py does), its index decoded and
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
-CHROMIUM = Path("/usr/bin/chromium")
-DRIVER = Path("/usr/bin/chromedriver")
+from pos_bench.report import chromium
+
 WAIT_S = 120.0
 
 
 def browser_check(report: Path) -> str:
     """One line: how long the report took to open and to show its first episode, or why it was not checked."""
     try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.support.ui import WebDriverWait
     except ImportError:
         return "browser check skipped: selenium is not installed"
-    chromium = CHROMIUM if CHROMIUM.exists() else Path(shutil.which("chromium") or "")
-    if not chromium.is_file() or not DRIVER.exists():
-        return "browser check skipped: no headless Chromium (apt-get install chromium chromium-driver)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    if not chromium.available():
+        return f"browser check skipped: {chromium.MISSING}"
+    driver = chromium.headless()
     try:
         started = time.perf_counter()
         driver.get(report.resolve().as_uri())

@@ -10,14 +10,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-DRIVER = Path("/usr/bin/chromedriver")
+from pos_bench.report import chromium
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and DRIVER.exists()),
-    reason="headless Chromium not installed: apt-get install -y chromium chromium-driver (as .ci/run does)",
-)
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSING)
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +33,7 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1300,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    driver = chromium.headless("1300,900")
     yield driver
     driver.quit()
 

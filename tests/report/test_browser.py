@@ -9,35 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from pos_bench.report import chromium
 from pos_bench.report.page import render
 from pos_bench.transcript import episode_dir
 from tests.analysis.fixture_runs import XSS
 
-CHROMIUM = Path("/usr/bin/chromium")
-DRIVER = Path("/usr/bin/chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and DRIVER.exists()),
-    reason="headless Chromium not installed: apt-get install -y chromium chromium-driver (as .ci/run does)",
-)
+pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSING)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    driver = chromium.headless("1400,1000")
     yield driver
     driver.quit()
 
