@@ -15,13 +15,11 @@ from urllib.parse import quote
 
 import pytest
 
+from pos_bench.report import chromium
 from tests.analysis.fixture_runs import XSS
-from tests.report.test_browser import CHROMIUM, DRIVER, assert_not_blank
+from tests.report.test_browser import assert_not_blank
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and DRIVER.exists()),
-    reason="headless Chromium not installed: apt-get install -y chromium chromium-driver (as .ci/run does)",
-)
+pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSING)
 pytest.importorskip("inspect_ai", reason="the `inspect` extra (inspect-ai) is not installed")
 
 from pos_bench.analysis.runs import read_jsonl
