@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -47,16 +46,6 @@ def refusals() -> tuple[type[BaseException], ...]:
     return (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
 
 
-KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
-
-
-def settable(arguments: list[str]) -> list[str]:
-    """Command-line arguments with every plain `a.b=value` turned into `++a.b=value` (set or add), so any key a
-    constructor takes is settable without `+`; a misspelt key is then caught by the pre-flight check, which
-    names the valid ones. Group choices (`model=openai`), `hydra.*` keys and prefixed overrides are kept."""
-    return [
-        f"++{arg}" if KEY_OVERRIDE.match(arg) and not arg.startswith("hydra.") else arg for arg in arguments
-    ]
 
 
 def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, Any]:
@@ -276,6 +265,7 @@ def sweep_configs(arguments: list[str]) -> str | None:
     if not multirun or part not in ("job", "hydra", "all"):
         return None
     from pos_bench.estimate import combinations, compose, configs
+    from pos_bench.runner.overrides import settable
 
     blocks = []
     with configs():
@@ -290,7 +280,7 @@ def sweep_configs(arguments: list[str]) -> str | None:
 
 if __name__ == "__main__":
     from pos_bench.redact import ScrubbedStream
-    from pos_bench.runner.overrides import empty_path, unknown_top_key
+    from pos_bench.runner.overrides import empty_path, settable, unknown_top_key
 
     problem = bad_choice(sys.argv[1:]) or unknown_top_key(sys.argv[1:]) or empty_path(sys.argv[1:])
     if problem:

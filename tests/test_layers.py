@@ -23,10 +23,17 @@ ROOT_HELPERS = {
     "pos_bench.build",
     "pos_bench.truth",
     "pos_bench.models.inspect_bridge",
+    "pos_bench.fullsize.processes",
+    "pos_bench.standin.wire",
+    "pos_bench.standin.replies",
+    "pos_bench.standin.instance",
+    "pos_bench.standin.pattern",
 }
-"""What a plug-in may import from pos_bench outside its own folder: the root helpers, and the one adapter
-between pos_bench's models and inspect_ai's (methods built on inspect_ai's own code, issue 42, need it; the
-package root is full)."""
+"""What a plug-in may import from pos_bench outside its own folder: the root helpers, the one adapter between
+pos_bench's models and inspect_ai's (methods built on inspect_ai's own code, issue 42, need it), and two leaves
+of the full-size check that import nothing of the framework: the process sampler (LOCA records its servers'
+processes and memory with it) and the stand-in's chat template (the scripted model counts tokens as the stand-in
+does). The package root is full."""
 PLUGIN_DIRS = ["pos_bench/benchmarks", "pos_bench/models", "pos_bench/pos", "baselines"]
 NEVER_FROM_PLUGINS = ("pos_bench.runner", "pos_bench.analysis", "pos_bench.report")
 MAX_ROOT_MODULES = 15

@@ -142,7 +142,7 @@ def test_a_key_pasted_into_an_env_setting_is_refused_unrepeated_and_redacted():
 
 def test_the_http_clients_request_log_is_scrubbed(caplog):
     scrub_http_logs()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="httpx2"):  # inspect_ai, once loaded, sets it to WARNING
         logging.getLogger("httpx2").info("HTTP Request: %s %s", "POST", f"http://u:{URL_SECRET}@h/v1?key=abc")
     assert (
         URL_SECRET not in caplog.text

@@ -482,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "per call from its speed, and a warning per reply limit that would take minutes",
     )
     args = parser.parse_args(argv)
-    from pos_bench.__main__ import settable
+    from pos_bench.runner.overrides import settable
 
     args.overrides = settable(args.overrides)  # `model.timeout=2` as `python -m pos_bench` takes it
     with configs():

@@ -31,10 +31,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pos_bench.__main__ import settable
 from pos_bench.fullsize.printout import printout, run_figures
 from pos_bench.fullsize.record import read_runs
 from pos_bench.fullsize.sweep import build_times, play, pointed_at, predicted, standin, standin_stats
+from pos_bench.runner.overrides import settable
 from pos_bench.standin.command import parse as standin_settings
 
 

@@ -17,6 +17,7 @@ naming the file and the override.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -143,3 +144,16 @@ def checked_overrides(overrides: Any, source: Path) -> list[str]:
         if problem := _problem(parsed):
             raise ConfigError(f"{source}: override {text!r} refused: {problem}; a run folder is data, never code")
     return list(overrides)
+
+
+KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
+"""A plain `a.b=value` on the command line."""
+
+
+def settable(arguments: list[str]) -> list[str]:
+    """Command-line arguments with every plain `a.b=value` turned into `++a.b=value` (set or add), so any key a
+    constructor takes is settable without `+`; a misspelt key is then caught by the pre-flight check, which
+    names the valid ones. Group choices (`model=openai`), `hydra.*` keys and prefixed overrides are kept."""
+    return [
+        f"++{arg}" if KEY_OVERRIDE.match(arg) and not arg.startswith("hydra.") else arg for arg in arguments
+    ]

@@ -32,6 +32,7 @@ from pos_bench.models.roles import build_model
 from pos_bench.protocols import LabelledBenchmark, RescorableBenchmark
 from pos_bench.redact import redactor_for
 from pos_bench.runner.overrides import checked_overrides
+from pos_bench.runner.overrides import settable as settable_overrides
 from pos_bench.runner.preflight import ConfigError
 from pos_bench.runner.results import ResultsError, ResultsFile
 from pos_bench.runner.summary import Summary, format_table, summarize, write_summary
@@ -39,7 +40,6 @@ from pos_bench.transcript import Recorded, Transcript, find_episode
 from pos_bench.types import EpisodeResult, Task, Usage
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-KEY_OVERRIDE = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+=")
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _key(override: str) -> str:
 
 def merged(recorded: Sequence[str], new: Sequence[str]) -> list[str]:
     """`recorded` with every override of a key that `new` sets replaced by the new one."""
-    settable = [f"++{o}" if KEY_OVERRIDE.match(o) and not o.startswith("hydra.") else o for o in new]
+    settable = settable_overrides(new)
     replaced = {_key(o) for o in settable}
     kept = [o for o in recorded if _key(o) not in replaced and not _key(o).startswith("hydra.")]
     return kept + settable

@@ -35,9 +35,12 @@ def test_a_runs_terminal_has_no_dependency_line_and_its_log_has_them_all(tmp_pat
     assert out.returncode == 0, out.stderr
     terminal = out.stdout + out.stderr
     assert not [line for line in terminal.splitlines() if any(n in line for n in NOISE)]
-    assert "OWN-LINE" in terminal and "results:" in out.stdout  # pos_bench's own lines still show
     (log,) = tmp_path.glob(f"toy/raw/scripted/*/{RUN_LOG}")
     text = log.read_text()
+    assert "results:" in out.stdout  # pos_bench's own lines still show
+    # a worker's own warning reaches the terminal; Ray forwards its workers' stderr to the driver asynchronously
+    # and may not have done so when the driver exits (seen under load in CI), so there run.log must hold it
+    assert "OWN-LINE" in terminal or (backend == "ray" and "OWN-LINE" in text)
     assert all(text.count(n) >= 4 for n in NOISE[:2])  # two episodes of two steps
     assert "NOISY-DEPRECATION" in text and "FutureWarning" in text
     assert "NOISY-EARLY a server" in text and "NOISY-EARLY-DEPRECATION" in text  # from before the run folder
