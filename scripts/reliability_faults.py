@@ -46,8 +46,14 @@ def doomed_goal(index: int, n_tasks: int) -> str:
     return goals[index]
 
 
+DRIP_TOKENS, DRIP_SPEED = 4096, 4096.0
+"""An upper bound on the drip runs' reply budgets (a method's prompt may set its own, below the model's) and the
+slowest decode waited for: a call's overall deadline is at most model.timeout + 1 s."""
+
+
 def drip_check(tmp: Path, timeouts: list[float]) -> list[Figure]:
-    """A server that sends one byte a second: each call ends at `model.timeout` (+1 s at most), and an episode
+    """A server that sends one byte a second: each call ends at its overall deadline, `model.timeout` plus the time
+    its reply budget takes at `model.min_tokens_per_s` (+1 s at most), and an episode
     whose calls all drip ends at `runner.episode_timeout` as an error row while the others finish."""
     figures = []
     worst = float("-inf")
@@ -64,6 +70,8 @@ def drip_check(tmp: Path, timeouts: list[float]) -> list[Figure]:
                     "bench.n_tasks=1",
                     "bench.max_turns=1",
                     f"model.timeout={timeout}",
+                    f"model.max_tokens={DRIP_TOKENS}",
+                    f"model.min_tokens_per_s={DRIP_SPEED}",
                     "retry.max_attempts=1",
                     "cache.mode=off",
                 ],
@@ -79,9 +87,10 @@ def drip_check(tmp: Path, timeouts: list[float]) -> list[Figure]:
             if event.get("kind") == "call_error"
         ]
         took = (ended[0] - arrived[0]) if ended and arrived else float("inf")
-        worst = max(worst, took - timeout)
-        durations.append(f"{took:.2f} s of {timeout:g} s")
-        ok = out.returncode == 1 and len(arrived) == 1 and took <= timeout + 1.0
+        deadline = timeout + DRIP_TOKENS / DRIP_SPEED
+        worst = max(worst, took - deadline)
+        durations.append(f"{took:.2f} s of {deadline:g} s")
+        ok = out.returncode == 1 and len(arrived) == 1 and took <= deadline + 1.0
         good += ok
         if not ok:
             notes.append(
@@ -89,9 +98,9 @@ def drip_check(tmp: Path, timeouts: list[float]) -> list[Figure]:
             )
     figures.append(
         Figure(
-            "a one-byte-per-second server: the call deadline (model.timeout)",
-            f"{good}/{len(timeouts)} calls cut within model.timeout + 1 s (request to call_error event: "
-            f"{', '.join(durations)}; the latest {worst:+.2f} s past its timeout); the episode an error row, "
+            "a one-byte-per-second server: the call deadline (timeout + max_tokens / min_tokens_per_s)",
+            f"{good}/{len(timeouts)} calls cut within their deadline + 1 s (request to call_error event: "
+            f"{', '.join(durations)}; the latest {worst:+.2f} s past its deadline); the episode an error row, "
             f"the run exit 1 {'; '.join(notes)}",
             good == len(timeouts),
             trials=len(timeouts),
