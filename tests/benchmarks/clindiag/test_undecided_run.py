@@ -13,7 +13,7 @@ from pos_bench.report.page import render
 REPO = Path(__file__).resolve().parents[3]
 
 
-def run_clindiag(results: Path, final_diagnosis: str) -> str:
+def run_clindiag(results: Path, final_diagnosis: str, data: Path) -> str:
     reply = json.dumps(
         {
             "thought": "done",
@@ -37,15 +37,16 @@ def run_clindiag(results: Path, final_diagnosis: str) -> str:
         "bench.limit=2",
         f"+model.default='{reply}'",
         f"results_root={results}",
+        f"bench.data_dir={data}",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=True)
     return done.stdout
 
 
-def test_undecided_answers_reach_the_summary_the_table_and_the_report(tmp_path):
+def test_undecided_answers_reach_the_summary_the_table_and_the_report(tmp_path, shared):
     # Cyrillic look-alike letters: the judge refuses to read them as the reference, and cannot call them wrong
-    out = run_clindiag(tmp_path, "Sаrcоidоsis")
+    out = run_clindiag(tmp_path, "Sаrcоidоsis", shared / "benchmarks" / "clindiag")
     summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
     assert summary["extras"]["undecided"] == 1.0
     assert summary["extras"]["diagnosis_correct"] == 0.0
@@ -59,7 +60,7 @@ def test_undecided_answers_reach_the_summary_the_table_and_the_report(tmp_path):
     assert rows[1][rows[0].index("undecided")] == "2"
 
 
-def test_a_plainly_wrong_answer_is_rejected_not_undecided(tmp_path):
-    run_clindiag(tmp_path, "Not a disease at all; common cold")
+def test_a_plainly_wrong_answer_is_rejected_not_undecided(tmp_path, shared):
+    run_clindiag(tmp_path, "Not a disease at all; common cold", shared / "benchmarks" / "clindiag")
     summary = json.loads(next(tmp_path.rglob("summary.json")).read_text())
     assert summary["extras"]["undecided"] == 0.0
