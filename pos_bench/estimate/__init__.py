@@ -8,12 +8,14 @@ Where the figures come from, per (benchmark, method), in this order:
 - `recorded`: finished episodes of the same benchmark and method under `results_root` (any model): their mean
   calls and tokens per role, and their seconds per call;
 - `structure`: the method played by the scripted model (the smallest schema-valid replies, as the stand-in
-  endpoint gives: no network) on one task of the benchmark itself, for `--probe-turns` turns and for twice that;
-  calls and output tokens are scaled to the benchmark's turn budget, input tokens follow the history a turn
-  carries (fitted on the two probes, so a method that resends its history grows quadratically). An upper bound:
-  episodes that end early cost less. Where the benchmark cannot be played here (no data, no engine) the probe
-  plays the toy household, and tokens per call come from a recorded run of the benchmark with another method
-  when there is one, else from toy (short prompts: a lower bound, marked).
+  endpoint gives: no network) on one task of the benchmark itself, for its whole turn budget. With
+  `--probe-turns N` it plays N and 2N turns instead and extrapolates to the budget: calls and output tokens
+  scale with the turns, input tokens follow the history a turn carries (fitted on the two probes, so a method
+  that resends its history grows quadratically; one that compresses it past a size only shows that late, so
+  the fit overshoots it). An upper bound: episodes that end early cost less. Where the benchmark cannot be
+  played here (no data, no engine) the probe plays the toy household, and tokens per call come from a recorded
+  run of the benchmark with another method when there is one, else from toy (short prompts: a lower bound,
+  marked).
 """
 
 from __future__ import annotations
@@ -286,25 +288,28 @@ def profile_for(
     method: str,
     max_turns: int,
     results_root: Path,
-    probe_turns: int,
+    probe_turns: int | None,
     settings: Mapping[str, Any] | None = None,
     bench_overrides: Sequence[str] = (),
 ) -> Profile:
     """Recorded episodes of the method when there are; else its structure: the method played by the scripted
-    model on the benchmark itself (on toy when the benchmark cannot be played here) at `probe_turns` and twice
-    that, extrapolated to `max_turns`."""
+    model on the benchmark itself (on toy when the benchmark cannot be played here) for `max_turns` turns, or at
+    `probe_turns` and twice that, extrapolated to `max_turns`."""
     rows = recorded_rows(results_root, bench, method, settings)
     if rows:
         return Profile(mean_roles(rows), f"recorded ({len(rows)} episodes)", seconds_per_call(rows))
-    lengths = (probe_turns, min(2 * probe_turns, max_turns)) if max_turns > probe_turns else (max_turns,) * 2
+    # the whole budget by default: a method whose history is compressed once it passes a size (ACON's t_hist)
+    # shows it only late in an episode, and a short probe's fit then predicted 1.7× its input tokens
+    whole = probe_turns is None or max_turns <= probe_turns
+    lengths = (max_turns,) if whole else (probe_turns, min(2 * probe_turns, max_turns))
     try:
         probes = [probe(method, n, settings, [f"bench={bench}", *bench_overrides]) for n in lengths]
         where, others = bench, []
     except Exception:  # noqa: BLE001 - the benchmark's data or engine is absent here: its structure on toy
         probes = [probe(method, n, settings) for n in lengths]
         where, others = "toy", recorded_rows(results_root, bench, None)
-    roles = extrapolated(probes[0], probes[1], max_turns, lengths[1])
-    note = f"probed on {where} at {lengths[0]} and {lengths[1]} turns"
+    roles = extrapolated(probes[0], probes[-1], max_turns, lengths[-1])
+    note = f"probed on {where} at {' and '.join(map(str, lengths))} turns"
     if others:  # toy's texts are short: the tokens per call of recorded episodes of this benchmark instead
         per_call = {
             role: (c.input_tokens / c.calls, c.output_tokens / c.calls)
@@ -474,7 +479,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--input-per-mtok", type=float, help="price per million input tokens (all roles)")
     parser.add_argument("--output-per-mtok", type=float, help="price per million output tokens (all roles)")
-    parser.add_argument("--probe-turns", type=int, default=6, help="turns of the structural probe on toy")
+    parser.add_argument(
+        "--probe-turns",
+        type=int,
+        help="play the structural probe for N and 2N turns and extrapolate to the budget (default: play the "
+        "whole turn budget once, exact for episodes that play it out)",
+    )
     parser.add_argument(
         "--measure-speed",
         action="store_true",

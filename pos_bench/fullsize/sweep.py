@@ -110,7 +110,7 @@ def predicted(overrides: Sequence[str]) -> dict[str, tuple[float, float, float]]
             results=empty,
             input_per_mtok=None,
             output_per_mtok=None,
-            probe_turns=6,
+            probe_turns=None,  # the whole turn budget
         )
         found = estimate(list(overrides), options)
     out = {}
