@@ -173,3 +173,27 @@ def test_a_refused_streamed_request_is_a_rate_limit_to_retry():
     ):
         model(server, stream=True).generate(policy())
     assert caught.value.rate_limited and caught.value.retry_after == 3 and not caught.value.timed_out
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_calls_of_one_thread_share_one_connection_streamed_or_whole(monkeypatch, stream):
+    """A streamed reply is read to its end (past `[DONE]`, the chunked terminator), so the connection goes back
+    to the pool: before, every streamed call opened a new one, a TCP (and on a remote endpoint a TLS) handshake
+    per call."""
+    import socket
+
+    opened = []
+    connect = socket.create_connection
+
+    def counted(*args, **kwargs):
+        opened.append(args[0])
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", counted)
+    service = ServiceModel(tokens_per_s=1000.0, batch_tokens_per_s=4000.0, first_token_s=0.0)
+    with StandinServer(Settings(service=service, reply_tokens=40, chunk_seconds=0.01)) as server:
+        client = model(server, stream=stream)
+        replies = [client.generate(policy()) for _ in range(4)]
+    assert {json.loads(r.text)["action"] for r in replies} == {"open door"}
+    assert all(r.usage.output_tokens >= 40 for r in replies)
+    assert len(opened) == 1, f"{len(opened)} connections for 4 calls"
