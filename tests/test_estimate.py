@@ -31,6 +31,7 @@ def options(**given) -> argparse.Namespace:
         "input_per_mtok": None,
         "output_per_mtok": None,
         "probe_turns": 4,
+        "probe_tasks": 1,
     }
     return argparse.Namespace(**{**base, **given})
 
@@ -172,3 +173,31 @@ def test_a_bench_setting_reaches_the_probe_but_the_slice_and_budget_do_not():
         "bench.max_turns=9",
     ]
     assert bench_settings(combo) == ["bench.split=valid_seen"]
+
+
+def test_tasks_to_probe_are_spread_over_the_list_the_first_always_among_them():
+    from pos_bench.estimate import spread
+
+    assert spread(134, 1) == [0]
+    assert spread(10, 3) == [0, 3, 6]
+    assert spread(15, 15) == list(range(15))
+    assert spread(2, 5) == [0, 1]
+
+
+def test_the_whole_budget_probe_over_every_task_is_the_mean_of_a_run_of_them(tmp_path):
+    """Played by the smallest schema-valid replies, as the stand-in answers, an episode's calls and tokens are
+    what the estimate's probe counts: probing each of three tasks for the whole budget predicts the run exactly,
+    where two short probes extrapolate."""
+    settings = ("+model.tokenizer=o200k_base", "method.t_hist=10")  # ACON compresses within 4 turns
+    rows = record_toy_run(tmp_path / "run", "acon", 3, *settings)
+    measured = {
+        role: sum(r["usage"][role]["input_tokens"] for r in rows) / len(rows) for role in rows[0]["usage"]
+    }
+    assert measured.get("compressor"), "the test needs a run in which ACON compressed"
+    (est,) = estimate(
+        ["bench=toy", "method=acon", "model=vllm", "bench.max_turns=4", "bench.limit=3", "method.t_hist=10"],
+        options(results=str(tmp_path / "none"), probe_turns=None, probe_tasks=3),
+    )
+    assert est.profile.source.startswith("structure") and "3 tasks" in est.profile.source
+    predicted = {role: cost.input_tokens for role, cost in est.profile.roles.items()}
+    assert predicted == measured

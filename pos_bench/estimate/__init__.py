@@ -215,40 +215,52 @@ def seconds_per_call(rows: Sequence[dict[str, Any]]) -> float | None:
     return seconds / calls if calls and seconds else None
 
 
+def spread(count: int, k: int) -> list[int]:
+    """`k` positions spread evenly over `count` tasks, the first always among them."""
+    k = max(1, min(k, count))
+    return sorted({i * count // k for i in range(k)})
+
+
 def probe(
     method: str,
     turns: int,
     settings: Mapping[str, Any] | None = None,
     bench: Sequence[str] = ("bench=toy",),
+    starts: Sequence[int] = (0,),
 ) -> tuple[float, dict[str, RoleCost]]:
-    """Turns played and calls and tokens per role of one episode of `method` (with its `settings`) on `bench`
+    """Turns played and calls and tokens per role of an episode of `method` (with its `settings`) on `bench`
     (its choice and settings), `turns` turns at most, played by the scripted model with the smallest
-    schema-valid replies (as the stand-in endpoint gives)."""
+    schema-valid replies (as the stand-in endpoint gives): the mean over one task at each of `starts` (positions
+    in the benchmark's task list; a benchmark whose tasks differ, LOCA's families, needs several)."""
     from omegaconf import OmegaConf
 
     from pos_bench.runner import run
 
-    with tempfile.TemporaryDirectory(prefix="pos_bench-estimate-") as tmp:
-        overrides = [
-            *bench,
-            f"method={method}",
-            "model=scripted",
-            "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}",
-            "+model.tokenizer=o200k_base",  # counted as the stand-in counts (docs/fullsize.md)
-            "bench.limit=1",
-            f"bench.max_turns={turns}",
-            f"results_root={tmp}",
-            "runner.progress=false",
-            "runner.backend=threading",
-            "runner.check_endpoints=false",
-            "cache.mode=off",
-            *(f"method.{k}={v}" for k, v in (settings or {}).items()),
-        ]
-        cfg = OmegaConf.to_container(compose(overrides), resolve=True)
-        run(cfg, Path(tmp), {"bench": "probe", "method": method, "label": "test"})
-        rows = [json.loads(line) for line in (Path(tmp) / "results.jsonl").read_text().splitlines()]
-    if not rows or any(row.get("status") != "done" for row in rows):
-        raise RuntimeError(f"the probe episode did not finish: {[row.get('error') for row in rows]}")
+    rows = []
+    for start in starts:
+        with tempfile.TemporaryDirectory(prefix="pos_bench-estimate-") as tmp:
+            overrides = [
+                *bench,
+                f"method={method}",
+                "model=scripted",
+                "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}",
+                "+model.tokenizer=o200k_base",  # counted as the stand-in counts (docs/fullsize.md)
+                f"bench.start={start}",
+                "bench.limit=1",
+                f"bench.max_turns={turns}",
+                f"results_root={tmp}",
+                "runner.progress=false",
+                "runner.backend=threading",
+                "runner.check_endpoints=false",
+                "cache.mode=off",
+                *(f"method.{k}={v}" for k, v in (settings or {}).items()),
+            ]
+            cfg = OmegaConf.to_container(compose(overrides), resolve=True)
+            run(cfg, Path(tmp), {"bench": "probe", "method": method, "label": "test"})
+            found = [json.loads(line) for line in (Path(tmp) / "results.jsonl").read_text().splitlines()]
+        if not found or any(row.get("status") != "done" for row in found):
+            raise RuntimeError(f"the probe episode did not finish: {[row.get('error') for row in found]}")
+        rows += found
     played = statistics.fmean(max(int(row.get("turns") or 0), 1) for row in rows)
     return played, mean_roles([{**row, "usage": row.get("usage") or {}} for row in rows])
 
@@ -291,6 +303,7 @@ def profile_for(
     probe_turns: int | None,
     settings: Mapping[str, Any] | None = None,
     bench_overrides: Sequence[str] = (),
+    starts: Sequence[int] = (0,),
 ) -> Profile:
     """Recorded episodes of the method when there are; else its structure: the method played by the scripted
     model on the benchmark itself (on toy when the benchmark cannot be played here) for `max_turns` turns, or at
@@ -303,13 +316,14 @@ def profile_for(
     whole = probe_turns is None or max_turns <= probe_turns
     lengths = (max_turns,) if whole else (probe_turns, min(2 * probe_turns, max_turns))
     try:
-        probes = [probe(method, n, settings, [f"bench={bench}", *bench_overrides]) for n in lengths]
+        probes = [probe(method, n, settings, [f"bench={bench}", *bench_overrides], starts) for n in lengths]
         where, others = bench, []
     except Exception:  # noqa: BLE001 - the benchmark's data or engine is absent here: its structure on toy
         probes = [probe(method, n, settings) for n in lengths]
         where, others = "toy", recorded_rows(results_root, bench, None)
     roles = extrapolated(probes[0], probes[-1], max_turns, lengths[-1])
-    note = f"probed on {where} at {' and '.join(map(str, lengths))} turns"
+    tasks = f"{len(starts)} tasks" if where == bench and len(starts) > 1 else "1 task"
+    note = f"probed on {tasks} of {where} at {' and '.join(map(str, lengths))} turns"
     if others:  # toy's texts are short: the tokens per call of recorded episodes of this benchmark instead
         per_call = {
             role: (c.input_tokens / c.calls, c.output_tokens / c.calls)
@@ -394,6 +408,7 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
                 args.probe_turns,
                 settings,
                 bench_settings(combo),
+                [int(cfg.bench.get("start") or 0) + i for i in spread(episodes, args.probe_tasks)],
             )
         profile = profiles[key]
         prices = OmegaConf.to_container(cfg.prices, resolve=True) or {}
@@ -484,6 +499,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         help="play the structural probe for N and 2N turns and extrapolate to the budget (default: play the "
         "whole turn budget once, exact for episodes that play it out)",
+    )
+    parser.add_argument(
+        "--probe-tasks",
+        type=int,
+        default=1,
+        help="tasks the structural probe plays, spread over the benchmark's list, their mean taken (1: the "
+        "first); where tasks differ in kind (LOCA's 15 families) probe one of each",
     )
     parser.add_argument(
         "--measure-speed",

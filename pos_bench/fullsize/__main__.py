@@ -49,6 +49,9 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, help="results root (default: a fresh temporary one, removed)")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores the limit divides by")
     parser.add_argument("--env-sample", type=int, default=20, help="episodes per run whose env is replayed")
+    parser.add_argument(
+        "--probe-tasks", type=int, default=1, help="the estimate's --probe-tasks (LOCA: 15, one per family)"
+    )
     parser.add_argument("--sample-s", type=float, default=1.0, help="seconds between process samples")
     parser.add_argument("--no-build", action="store_true", help="skip timing the tables and the report")
     parser.add_argument(
@@ -73,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         url = stack.enter_context(standin(shlex.split(args.standin)))
         overrides = [*args.overrides, *runner, *pointed_at(url, args.overrides)]
-        prediction = predicted(overrides)
+        prediction = predicted(overrides, args.probe_tasks)
         played = play(overrides, args.sample_s)
         stats = standin_stats(url)
         if played.code:
