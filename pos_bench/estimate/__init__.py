@@ -503,9 +503,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--probe-tasks",
         type=int,
-        default=1,
-        help="tasks the structural probe plays, spread over the benchmark's list, their mean taken (1: the "
-        "first); where tasks differ in kind (LOCA's 15 families) probe one of each",
+        default=5,
+        help="tasks the structural probe plays, spread over the benchmark's list, their mean taken (default 5; "
+        "ALFWorld's first game alone predicted 0.84x raw's input tokens, ten games 0.99x); where tasks differ "
+        "in kind (LOCA's 15 families) probe one of each",
     )
     parser.add_argument(
         "--measure-speed",

@@ -50,7 +50,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores the limit divides by")
     parser.add_argument("--env-sample", type=int, default=20, help="episodes per run whose env is replayed")
     parser.add_argument(
-        "--probe-tasks", type=int, default=1, help="the estimate's --probe-tasks (LOCA: 15, one per family)"
+        "--probe-tasks", type=int, default=5, help="the estimate's --probe-tasks (LOCA: 15, one per family)"
     )
     parser.add_argument("--sample-s", type=float, default=1.0, help="seconds between process samples")
     parser.add_argument("--no-build", action="store_true", help="skip timing the tables and the report")

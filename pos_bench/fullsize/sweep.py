@@ -98,7 +98,7 @@ def play(overrides: Sequence[str], interval: float) -> Played:
     return Played(wall, cpu, code, tuple(sampler.samples), tuple(left), output)
 
 
-def predicted(overrides: Sequence[str], probe_tasks: int = 1) -> dict[str, tuple[float, float, float]]:
+def predicted(overrides: Sequence[str], probe_tasks: int = 5) -> dict[str, tuple[float, float, float]]:
     """`python -m pos_bench.estimate`'s calls and tokens per episode per (bench/method), from an empty
     results root (so from each method's structure, as before a first run)."""
     from pos_bench.estimate import configs, estimate
