@@ -60,8 +60,30 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
+def compiled_from_source() -> str | None:
+    """A warning when every worker will compile its imports from source: this Python writes no bytecode
+    (`PYTHONDONTWRITEBYTECODE`) and the installed packages have none (uv installs none by default). Each of
+    the sweep's worker processes then spends seconds compiling, which the client CPU per call counts."""
+    import importlib.util
+
+    import openai
+
+    if not sys.flags.dont_write_bytecode or Path(importlib.util.cache_from_source(openai.__file__)).exists():
+        return None
+    site = Path(openai.__file__).parents[1]
+    return (
+        "full-size check: this Python writes no bytecode (PYTHONDONTWRITEBYTECODE is set) and the installed "
+        "packages have none, so every worker process compiles its imports from source and the client CPU per "
+        f"call counts it; compile them once first: python -m compileall -q {site} (or UV_COMPILE_BYTECODE=1 "
+        "uv sync)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments().parse_args(argv)
+    warning = compiled_from_source()
+    if warning:
+        print(warning, file=sys.stderr)
     args.overrides = settable(args.overrides)  # `model.timeout=2` as `python -m pos_bench` takes it
     _, settings = standin_settings(shlex.split(args.standin))
     with contextlib.ExitStack() as stack:
