@@ -4,13 +4,23 @@ which comes back as an `error` result naming the signal; its slot gets a fresh w
 that dies between two episodes costs none: the next episode goes to a fresh worker.
 
 A pool shared by all slots cannot do this: when one of its workers dies, every episode in flight fails with it.
+
+Worker processes outlive their run. A Hydra sweep plays its runs one after another in one driver process, and a
+fresh worker costs its start and its imports (compiled from source where no bytecode is installed): 16 workers
+started anew for each of a sweep's 8 runs spent more CPU than the runs' model calls. So a run that ends with
+nothing in flight leaves its workers idle for the next run of the same process (`take_slots`, `park`); they end
+with the process. A run stopped part-way (Ctrl-C, an error) closes its workers instead. A worker started under
+another environment, working directory or import path than the new run's (a key set between two runs of a
+notebook) is not reused: it would not see the change.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -25,9 +35,26 @@ Work = Callable[[Task], EpisodeResult]
 """Plays one task; picklable (a module-level function or a `functools.partial` of one) for process slots."""
 
 
-def _quiet_worker() -> None:
-    """Workers leave Ctrl-C to the main process, which stops the run and its workers cleanly."""
+def _worker_start() -> None:
+    """Workers leave Ctrl-C to the main process, which stops the run and its workers cleanly.
+
+    They also keep playing when they have grown. Loky ends a worker whose memory grew 300 MB past its size
+    after its first task, taking that for a leak, and starts a fresh one, which imports everything again. An
+    episode's worker grows that much by design: PACE loads its embedding model on first use, an ALFWorld
+    worker holds its games' data, and a worker kept from an earlier run meets a new method. Measured: on a
+    sweep of toy raw, acon and pace, one of the two workers was replaced during the pace run. A worker's
+    memory is the runner's to bound (`runner/memory.py`), so the check is off (loky then only collects
+    garbage between tasks)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from joblib.externals.loky import process_executor
+
+    process_executor._USE_PSUTIL = False  # loky has no public switch for it
+
+
+def surroundings() -> tuple:
+    """What a worker process takes from the driver when it starts, and keeps: the environment, the working
+    directory and the import path."""
+    return (tuple(sorted(os.environ.items())), os.getcwd(), tuple(sys.path))
 
 
 class Slot:
@@ -36,6 +63,8 @@ class Slot:
     def __init__(self, backend: str):
         self.backend = backend
         self._executor: Any = None
+        self.started_in: tuple | None = None
+        """`surroundings()` when its worker started."""
 
     def submit(self, work: Work, task: Task) -> Future:
         try:
@@ -52,13 +81,15 @@ class Slot:
                 # imported here: joblib/loky costs a config error or `--cfg` nothing (tests/test_startup.py)
                 from joblib.externals.loky import ProcessPoolExecutor
 
-                self._executor = ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker)
+                self._executor = ProcessPoolExecutor(max_workers=1, initializer=_worker_start)
+            self.started_in = surroundings()
         return self._executor
 
     def discard(self) -> None:
         """Drop a broken worker; the next episode starts a new one."""
         self.close()
         self._executor = None
+        self.started_in = None
 
     def close(self) -> None:
         if self._executor is None:
@@ -69,6 +100,43 @@ class Slot:
             # waiting for the killed worker lets loky release its semaphores: none is reported leaked when
             # the run stops on Ctrl-C or SIGTERM
             self._executor.shutdown(wait=True, kill_workers=True)
+
+
+IDLE: list[Slot] = []
+"""Process slots whose worker ended a run with nothing in flight, waiting for the next run of this process."""
+
+
+def take_slots(backend: str, count: int) -> list[Slot]:
+    """`count` slots for a run: idle workers of an earlier run first (process slots), then new ones. Idle
+    workers beyond `count` are closed rather than kept holding their memory through a smaller run."""
+    kept: list[Slot] = []
+    if backend == "loky":
+        now = surroundings()
+        fitting = [slot for slot in IDLE if slot.started_in == now]
+        kept = fitting[:count]
+        for slot in IDLE:
+            if slot not in kept:
+                slot.close()
+        IDLE.clear()
+    return kept + [Slot(backend) for _ in range(count - len(kept))]
+
+
+def park(slots: Sequence[Slot]) -> None:
+    """Keep the started process slots of a finished run for the next one; close the rest."""
+    for slot in slots:
+        if slot.backend == "loky" and slot.started_in is not None:
+            if not IDLE:
+                atexit.unregister(close_idle)
+                atexit.register(close_idle)  # after loky's own exit hooks were set up: runs before them
+            IDLE.append(slot)
+        else:
+            slot.close()
+
+
+def close_idle() -> None:
+    """End the idle workers (at exit; tests that count processes)."""
+    while IDLE:
+        IDLE.pop().close()
 
 
 def crash_result(task: Task, error: Exception) -> EpisodeResult:
@@ -119,9 +187,10 @@ def play_all(
     worker (a process slot kills the old one; a thread slot abandons it)."""
     size = (os.cpu_count() or 1) if n_jobs == -1 else n_jobs
     queue = deque(tasks)
-    slots = [Slot(backend) for _ in range(max(1, min(size, len(tasks))))]
+    slots = take_slots(backend, max(1, min(size, len(tasks))))
     running: dict[Future, tuple[Slot, Task]] = {}
     started: dict[Future, float] = {}
+    finished = False
     try:
         while queue or running:
             busy = {id(slot) for slot, _ in running.values()}
@@ -148,9 +217,13 @@ def play_all(
                 yield result
             if tick is not None:
                 tick([task for _, task in running.values()])
+        finished = True
     finally:
-        for slot in slots:
-            slot.close()
+        if finished:
+            park(slots)
+        else:
+            for slot in slots:
+                slot.close()
 
 
 class SlotPool(Pool):

@@ -5,6 +5,7 @@ import os
 import signal
 import time
 
+from pos_bench.runner.pool import slots
 from pos_bench.runner.pool.slots import Slot, play_all
 from pos_bench.types import EpisodeResult, Task
 
@@ -43,6 +44,64 @@ def test_a_dead_process_costs_its_own_task_and_its_slot_gets_a_new_worker():
 
 def pid_of(task: Task) -> int:
     return os.getpid()
+
+
+def pid_played(task: Task) -> EpisodeResult:
+    time.sleep(0.2)  # long enough for both workers to take an episode
+    return EpisodeResult(task.id, "done", success=True, task_meta={"pid": os.getpid()})
+
+
+def worker_pids(tasks=TASKS) -> set[int]:
+    return {r.task_meta["pid"] for r in play_all(pid_played, tasks, n_jobs=2, backend="loky")}
+
+
+def test_the_next_run_of_the_same_process_plays_on_the_workers_of_the_last_one(monkeypatch):
+    slots.close_idle()
+    try:
+        first = worker_pids()
+        assert len(first) == 2
+        assert worker_pids() == first  # a sweep's next run: no new workers, no imports again
+        assert len(worker_pids(TASKS[:1])) == 1 and len(slots.IDLE) == 1  # a smaller run keeps what it uses
+        monkeypatch.setenv("POS_BENCH_TEST_KEY", "set between two runs")
+        changed = worker_pids()
+        assert not changed & first, "a worker started before the change would not see it"
+    finally:
+        slots.close_idle()
+    for pid in first | changed:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not gone(pid):
+            time.sleep(0.05)
+        assert gone(pid), "an idle worker outlived close_idle"
+
+
+GROWN: list[bytes] = []
+
+
+def grow_after_first(task: Task) -> EpisodeResult:
+    """The first episode is small; the second keeps 400 MB (an embedding model loaded on first use, say)."""
+    if task.id == "second":
+        GROWN.append(os.urandom(1) * 400_000_000)
+    time.sleep(1.2)  # past loky's once-a-second look at a worker's memory
+    return EpisodeResult(task.id, "done", success=True, task_meta={"pid": os.getpid()})
+
+
+def test_a_worker_that_grows_by_design_keeps_playing():
+    tasks = [Task("first"), Task("second"), Task("third"), Task("fourth")]
+    pids = [r.task_meta["pid"] for r in play_all(grow_after_first, tasks, n_jobs=1, backend="loky")]
+    slots.close_idle()
+    assert len(set(pids)) == 1, "the worker was replaced, and a new one imports everything again"
+
+
+def test_a_run_left_part_way_keeps_no_idle_workers():
+    slots.close_idle()
+    results = play_all(pid_played, TASKS, n_jobs=2, backend="loky")
+    pid = next(results).task_meta["pid"]
+    results.close()  # the consumer stopped (Ctrl-C, an error): the workers may be mid-episode
+    assert slots.IDLE == []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not gone(pid):
+        time.sleep(0.05)
+    assert gone(pid)
 
 
 def test_a_worker_that_dies_between_episodes_is_replaced_without_losing_the_next_one():
