@@ -181,8 +181,8 @@ class OpenAIModel(RemoteModel):
 
 def server_events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """The JSON objects of a server-sent event stream's `data:` lines, up to `[DONE]` (the rest of the body is
-    read and dropped); an `error` event (a
-    server failing mid-stream) is raised as `ValueError`, a malformed response."""
+    read and dropped, so the connection is kept); an `error` event (a server failing mid-stream) is raised as
+    `ValueError`, a malformed response."""
     for line in lines:
         if not line.startswith("data:"):
             continue  # blank separators, comments (`: ping`), `event:` names
