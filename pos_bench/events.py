@@ -7,6 +7,7 @@ lacks takes its default, so transcripts written by earlier versions stay readabl
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -187,8 +188,13 @@ class Error(Event):
     traceback: str | None = field(default=None, metadata=OMIT_NONE)
 
 
+_fact = functools.lru_cache(maxsize=1 << 16)(Fact)
+"""`Fact`, one object per distinct fact recently read: each `truth` event restates the whole world, so an
+episode reads the same facts at every step, and building them anew was most of the cost of reading its truth."""
+
+
 def _facts(rows: Iterable[Mapping[str, Any]]) -> tuple[Fact, ...]:
-    return tuple(Fact(**r) for r in rows)
+    return tuple(_fact(**r) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -346,19 +352,43 @@ def parse_all(rows: Iterable[Mapping[str, Any]]) -> list[Event]:
     return [parse(r) for r in rows]
 
 
-def read(path: Path) -> Iterator[Event]:
+def read(path: Path, kinds: tuple[type[Event], ...] | None = None) -> Iterator[Event]:
     """The events of an `events.jsonl` file, in order; none when the file is absent. A line that is not a
-    JSON object (the torn last line of a killed run) is skipped."""
-    for data in json_objects(path):
-        yield parse(data)
+    JSON object (the torn last line of a killed run) is skipped.
+
+    `kinds` keeps only the events of those types. A reader that needs a few kinds should say so: the line of
+    another known kind is then skipped before its JSON is decoded (`line_kind`), and decoding is most of the
+    cost of a transcript, whose bulk is the prompts of its `call` lines. Every line is still checked as UTF-8."""
+    skip = frozenset() if kinds is None else frozenset(KINDS) - {cls.kind for cls in kinds}
+    for data in json_objects(path, skip):
+        event = parse(data)
+        if kinds is None or isinstance(event, kinds):
+            yield event
 
 
-def json_objects(path: Path) -> Iterator[dict[str, Any]]:
+LINE_START = '{"kind": "'
+"""How `Transcript.write` begins every line: `row` puts the kind first, `json.dumps` keeps that order."""
+
+
+def line_kind(line: str) -> str | None:
+    """The kind of an `events.jsonl` line read from its start, without decoding its JSON (a JSON string holds
+    no bare quote, so the kind ends at the next one); None for a line laid out otherwise."""
+    if not line.startswith(LINE_START):
+        return None
+    end = line.find('"', len(LINE_START))
+    kind = line[len(LINE_START) : end]
+    return kind if end > 0 and "\\" not in kind else None
+
+
+def json_objects(path: Path, skip: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSON-lines file, in order; none when it is absent. A line that is not a JSON object
-    (the torn last line of a killed run) is skipped; bytes that are not UTF-8 are a `DamagedFile`."""
+    (the torn last line of a killed run) is skipped; bytes that are not UTF-8 are a `DamagedFile`. A line whose
+    `line_kind` is in `skip` is left undecoded."""
     if not path.is_file():
         return
     for _, line in text_lines(path):
+        if skip and line_kind(line) in skip:
+            continue
         try:
             data = json.loads(line)
         except (json.JSONDecodeError, RecursionError):

@@ -3,6 +3,8 @@ recorded before the typed records existed (commit ef74750, a PoS episode on the 
 
 import json
 
+import pytest
+
 from pos_bench import events
 from pos_bench.transcript import Transcript
 from pos_bench.types import Observation, Task, Usage
@@ -51,3 +53,19 @@ def test_a_memory_record_of_another_method_has_no_pos_view():
     assert events.PosMemory.of({"history_turns": 3}) is None
     view = events.PosMemory.of({"status": "committed", "committed_belief": {"frontier": None}})
     assert view is not None and view.has_active_gap and view.active_gap is None
+
+
+def test_reading_some_kinds_gives_those_events_in_order_and_still_checks_every_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    whole = RECORDED.read_text().splitlines()
+    # a line laid out by another writer (kind not first) is decoded to learn its kind
+    moved = json.loads(next(line for line in whole if json.loads(line)["kind"] == "memory"))
+    moved = json.dumps({k: moved[k] for k in reversed(list(moved))})
+    path.write_text("\n".join([*whole, moved]) + "\n")
+    kept = (events.Memory, events.Step)
+    assert list(events.read(path, kept)) == [e for e in events.read(path) if isinstance(e, kept)]
+    assert sum(isinstance(e, events.Memory) for e in events.read(path, kept)) == 4
+    with path.open("ab") as f:
+        f.write(b'{"kind": "call", "reply": "\xc3("}\n')
+    with pytest.raises(events.DamagedFile, match="not UTF-8"):
+        list(events.read(path, (events.Memory,)))
