@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -42,14 +43,24 @@ class EpisodeBelief:
     """The measures at each step PoS diagnosed as trapped (its `belief_health_history`)."""
 
 
+def truth_and_claims(path: Path) -> list[events.Event]:
+    """An episode's `truth` and `claims` events: only those lines are decoded (a transcript can be tens of MB of
+    calls). A method that keeps no state says so at the reset: once that and a truth are read, nothing more of
+    the episode is scored, so the rest of the file is left unread."""
+    stream: list[events.Event] = []
+    stateless = truth = False
+    for event in events.read(path, (events.Truth, events.Claims)):
+        stream.append(event)
+        stateless = stateless or (isinstance(event, events.Claims) and not event.keeps_state)
+        truth = truth or isinstance(event, events.Truth)
+        if stateless and truth:
+            break
+    return stream
+
+
 def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
     """The scores of one episode, or None when it recorded no truth."""
-    # only the truth and claims events are kept: a transcript can be tens of MB of calls
-    stream = [
-        e
-        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl")
-        if isinstance(e, (events.Truth, events.Claims))
-    ]
+    stream = truth_and_claims(episode_folder(run.folder, task_id) / "events.jsonl")
     truths = events.truths(stream)
     if not truths:
         return None

@@ -169,7 +169,8 @@ def episode_row(run_dir: Path, row: Mapping[str, Any], *, with_events: bool) -> 
     for key, value in (row.get("task_meta") or {}).items():
         out[f"meta.{key}"] = value
     if with_events and out["peak"] is None:
-        episode = events.read(episode_folder(run_dir, out["task_id"], out["trial"]) / "events.jsonl")
+        path = episode_folder(run_dir, out["task_id"], out["trial"]) / "events.jsonl"
+        episode = events.read(path, (events.Call,))
         out["peak"], out["dependency"] = events_context_load(episode)
     return out
 

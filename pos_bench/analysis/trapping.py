@@ -30,8 +30,7 @@ def health_history(run: Run, task_id: str) -> list[Mapping[str, Any]]:
         return report["belief_health_history"]
     views = [
         events.PosMemory.of(e.record)
-        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl")
-        if isinstance(e, events.Memory)
+        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl", (events.Memory,))
     ]
     return [v.health for v in views if v is not None and isinstance(v.health, Mapping)]
 
