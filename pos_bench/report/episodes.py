@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from pos_bench import events
@@ -68,6 +69,11 @@ def _call(event: events.Call | events.CallError, strings: Strings) -> dict[str, 
 
 def _new_turn(label: str) -> dict[str, Any]:
     return {"label": label, "calls": [], "notes": [], "tokens": {}}
+
+
+FACT_ORDER = attrgetter("subject", "attribute", "value")
+"""`Fact`'s own order (its fields compared in turn) as a sort key: a truth is sorted at every step, and the
+dataclass's `__lt__` called for each comparison was a third of the cost of drawing a truth."""
 
 
 def _fact_text(fact: Fact) -> str:
@@ -170,7 +176,9 @@ class Timeline:
         self.truth_turn = self.current
         self.current["truth"] = {
             "step": event.step,
-            "facts": self.strings.add("\n".join(_fact_text(f) for f in sorted(self.world.facts))),
+            "facts": self.strings.add(
+                "\n".join(_fact_text(f) for f in sorted(self.world.facts, key=FACT_ORDER))
+            ),
         }
 
     def claims(self, event: events.Claims) -> None:

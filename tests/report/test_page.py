@@ -9,10 +9,11 @@ import shutil
 import subprocess
 import sys
 
+from pos_bench import events
 from pos_bench.benchmarks.household import Household, household_truth
-from pos_bench.report.episodes import Strings, beside_truth
+from pos_bench.report.episodes import Strings, beside_truth, turns
 from pos_bench.report.page import render
-from pos_bench.truth import Claim
+from pos_bench.truth import Claim, Fact
 from tests.analysis.fixture_runs import XSS
 from tests.conftest import REPO
 
@@ -120,6 +121,19 @@ def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fi
     truth_text = strings[first["truth"]["facts"]]
     assert "mug 1 · location = " in truth_text
     assert "Belief accuracy against the ground truth" in html
+
+
+def test_a_truth_lists_its_facts_in_the_order_of_facts():
+    facts = (
+        Fact("desk 1", "location", "room"),
+        Fact("desk", "open", "true"),
+        Fact("desk", "location", "room"),
+        Fact("Desk", "location", "room"),
+    )
+    strings = Strings()
+    (turn,) = turns([events.Reset(observation={"text": "hi"}), events.Truth(step=-1, facts=facts)], strings)
+    listed = strings.items[turn["truth"]["facts"]].splitlines()
+    assert listed == [f"{f.subject} · {f.attribute} = {f.value}" for f in sorted(facts)]
 
 
 def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in_the_truth():
