@@ -123,17 +123,22 @@ def test_episode_view_puts_the_truth_beside_the_claims_with_false_ones_marked(fi
     assert "Belief accuracy against the ground truth" in html
 
 
-def test_a_truth_lists_its_facts_in_the_order_of_facts():
+def test_each_truth_lists_its_facts_in_the_order_of_facts():
     facts = (
         Fact("desk 1", "location", "room"),
         Fact("desk", "open", "true"),
         Fact("desk", "location", "room"),
         Fact("Desk", "location", "room"),
     )
+    moved = (*facts[:3], Fact("Desk", "location", "hall"))
     strings = Strings()
-    (turn,) = turns([events.Reset(observation={"text": "hi"}), events.Truth(step=-1, facts=facts)], strings)
-    listed = strings.items[turn["truth"]["facts"]].splitlines()
-    assert listed == [f"{f.subject} · {f.attribute} = {f.value}" for f in sorted(facts)]
+    episode = [events.Reset(observation={"text": "hi"}), events.Truth(step=-1, facts=facts)]
+    for step, world in enumerate((facts, facts, moved)):
+        episode += [events.Step(turn=step, action="go"), events.Truth(step=step, facts=world)]
+    shown = [strings.items[t["truth"]["facts"]].splitlines() for t in turns(episode, strings)]
+    assert [len(lines) for lines in shown] == [4, 4, 4]
+    assert shown[0] == shown[1] == [f"{f.subject} · {f.attribute} = {f.value}" for f in sorted(facts)]
+    assert shown[2] == [f"{f.subject} · {f.attribute} = {f.value}" for f in sorted(moved)] != shown[1]
 
 
 def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in_the_truth():
