@@ -9,14 +9,13 @@ from the network: figures are inline PNGs, the script is inline, and a Content-S
 At size (a sweep of 1,000+ episodes) the page stays usable: each episode's steps are a packed block of their
 own (its texts interned within it), inflated by the browser only when the episode is opened, so opening the page
 decodes the small index alone; and the blocks embedded stop at `max_mb` (45 MB), the episodes past it keeping
-their row and a link to their `events.jsonl`. Here, one episode's steps are in memory at a time.
+their row and a link to their `events.jsonl`. The blocks are packed by `blocks`, one episode's steps in memory
+at a time per core.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
-import json
 import math
 import tempfile
 from collections.abc import Iterable
@@ -26,11 +25,10 @@ from typing import Any
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from pos_bench import events
 from pos_bench.analysis.collect import Tables, collect, write_figures
 from pos_bench.analysis.runs import Run, episode_folder
 from pos_bench.analysis.trials import strips
-from pos_bench.report.episodes import Strings, turns
+from pos_bench.report.blocks import Blocks, pack
 
 TOP_TABLES = (
     ("index", "Runs"),
@@ -81,31 +79,6 @@ MAX_MB = 45.0
 """Megabytes of packed episode steps one report embeds (the page stays under 50 MB with its tables)."""
 
 
-class Blocks:
-    """The packed steps of the episodes embedded so far, within a byte bound."""
-
-    def __init__(self, max_bytes: float):
-        self.max_bytes = max_bytes
-        self.items: list[str] = []
-        self.size = 0
-        self.left_out = 0
-
-    def add(self, path: Path) -> int | None:
-        """Pack one episode's steps; its block's index, or None once the bound is reached."""
-        if self.size >= self.max_bytes:
-            self.left_out += 1
-            return None
-        strings = Strings()
-        block = pack({"turns": turns(events.read(path), strings), "strings": strings.items})
-        if self.size + len(block) > self.max_bytes:
-            self.size = self.max_bytes  # the bound is reached: no later episode is packed either
-            self.left_out += 1
-            return None
-        self.items.append(block)
-        self.size += len(block)
-        return len(self.items) - 1
-
-
 def episode_payload(run: Run, blocks: Blocks) -> list[dict[str, Any]]:
     out = []
     for row in run.episodes.to_dict("records"):
@@ -124,7 +97,7 @@ def episode_payload(run: Run, blocks: Blocks) -> list[dict[str, Any]]:
                 if error is None or (isinstance(error, float) and math.isnan(error))
                 else str(error),
                 "file": path.resolve().as_uri(),
-                "block": blocks.add(path),  # one event in memory at a time, then only the packed block
+                "block": blocks.add(path),  # packed by `Blocks.pack`, then numbered by `Blocks.index`
             }
         )
     return out
@@ -173,6 +146,10 @@ def render(
         }
         for i, r in enumerate(tables.runs)
     ]
+    blocks.pack()
+    for run in runs:
+        for episode in run["episodes"]:
+            episode["block"] = blocks.index(episode["block"])
     env = Environment(
         loader=PackageLoader("pos_bench.report", "templates"),
         autoescape=select_autoescape(enabled_extensions=("html", "j2"), default=True),
@@ -188,9 +165,3 @@ def render(
         left_out=blocks.left_out,
         max_mb=max_mb,
     )
-
-
-def pack(data: Any) -> str:
-    """JSON → gzip → base64, inflated in the page by the browser's DecompressionStream."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
