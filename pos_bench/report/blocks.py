@@ -1,11 +1,10 @@
 """Each episode's steps as a packed block of its own (`pack`), for the report's page, within a byte bound, packed
-on every core the process may use once the transcripts are big enough to pay for it.
+on every core the process may use once the transcripts are big enough to pay for it (`analysis.cores`).
 
 Packing an episode reads its whole transcript, and decoding every line's JSON is most of a report's time at size
-(a 1,072-episode ALFWorld sweep: 1.1 GB of transcripts, about 17 s of one core). The episodes are independent, so
-worker processes pack them, a few at a time in flight: memory holds one transcript per worker and the blocks kept.
-The blocks come back in the episodes' order, and packing stops at the first block past the bound, as it does one
-episode at a time, so the blocks embedded are the first episodes' whichever way they were packed.
+(a 1,072-episode ALFWorld sweep: 1.1 GB of transcripts, about 14 s of one core). The blocks come back in the
+episodes' order, and packing stops at the first block past the bound, as it does one episode at a time, so the
+blocks embedded are the first episodes' whichever way they were packed.
 """
 
 from __future__ import annotations
@@ -13,20 +12,13 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import multiprocessing
-import os
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pos_bench import events
+from pos_bench.analysis.cores import in_order, worth_spreading
 from pos_bench.report.episodes import Strings, turns
-
-PARALLEL_BYTES = 50e6
-"""Transcripts' total size from which worker processes pack them: starting two takes a fraction of a second,
-packing about 15 ms per MB of transcript."""
 
 
 def pack(data: Any) -> str:
@@ -42,20 +34,8 @@ def pack_episode(path: Path) -> str:
 
 
 def packed(paths: Sequence[Path]) -> Iterator[str]:
-    """`pack_episode` of each path, in order. Workers are forked (they import nothing; they run no thread of
-    the parent's), each packing one episode at a time, two episodes per worker at most queued ahead."""
-    workers = len(os.sched_getaffinity(0))
-    if workers < 2 or sum(p.stat().st_size for p in paths if p.is_file()) < PARALLEL_BYTES:
-        yield from map(pack_episode, paths)
-        return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        ahead: deque[Future[str]] = deque()
-        for path in paths:
-            ahead.append(pool.submit(pack_episode, path))
-            if len(ahead) > 2 * workers:
-                yield ahead.popleft().result()
-        while ahead:
-            yield ahead.popleft().result()
+    """`pack_episode` of each path, in order, spread on the cores when the transcripts are big enough."""
+    return in_order(pack_episode, paths, spread=worth_spreading(paths))
 
 
 class Blocks:

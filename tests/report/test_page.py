@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 from pos_bench import events
+from pos_bench.analysis import cores
 from pos_bench.benchmarks.household import Household, household_truth
-from pos_bench.report import blocks
 from pos_bench.report.episodes import Strings, beside_truth, turns
 from pos_bench.report.page import MAX_MB, render
 from pos_bench.truth import Claim, Fact
@@ -258,7 +258,7 @@ def test_each_episode_is_its_own_block_and_the_blocks_stop_at_the_bound(fixture_
 def test_blocks_packed_by_worker_processes_make_the_same_page(fixture_runs, monkeypatch):
     root = fixture_runs["toy_pos"].parents[2]
     alone = [render([root], spec=None, with_figures=False, max_mb=mb) for mb in (MAX_MB, 0.01)]
-    monkeypatch.setattr(blocks, "PARALLEL_BYTES", 0)  # the fixture's transcripts are small: pack in workers
+    monkeypatch.setattr(cores, "SPREAD_BYTES", 0)  # the fixture's transcripts are small: pack in workers
     shared = [render([root], spec=None, with_figures=False, max_mb=mb) for mb in (MAX_MB, 0.01)]
     assert shared == alone
     assert "episodes are not embedded" in shared[1] and "episodes are not embedded" not in shared[0]
