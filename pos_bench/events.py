@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -240,6 +241,10 @@ class Truth(Event):
             entity_shape=p.entity_shape if self.entity_shape is None else self.entity_shape,
         )
 
+    def restates(self, other: Truth) -> bool:
+        """Whether this truth says what `other` said, at another step (a world that stayed as it was)."""
+        return replace(self, step=other.step, time=other.time) == other
+
     @classmethod
     def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
         values["facts"] = _facts(values.get("facts") or ())
@@ -274,10 +279,12 @@ class Claims(Event):
 def truths(stream: Iterable[Event]) -> dict[int, WorldTruth]:
     """Step → the truth after it, from an episode's events (each `Truth` completed by the one before)."""
     out: dict[int, WorldTruth] = {}
-    last = None
+    last, before = None, None
     for event in stream:
         if isinstance(event, Truth):
-            last = out[event.step] = event.world(last)
+            restated = before is not None and last is not None and event.restates(before)
+            last = out[event.step] = last if restated else event.world(last)
+            before = event
     return out
 
 
@@ -358,16 +365,35 @@ def read(path: Path, kinds: tuple[type[Event], ...] | None = None) -> Iterator[E
 
     `kinds` keeps only the events of those types. A reader that needs a few kinds should say so: the line of
     another known kind is then skipped before its JSON is decoded (`line_kind`), and decoding is most of the
-    cost of a transcript, whose bulk is the prompts of its `call` lines. Every line is still checked as UTF-8."""
+    cost of a transcript, whose bulk is the prompts of its `call` lines. Every line is still checked as UTF-8.
+
+    A `truth` restates the whole world at every step, and the world mostly stays as it was (ALFWorld: 24 steps in
+    25): a truth line that says, from its facts on, what the last one said is not decoded again, only its step and
+    time; its event shares the last one's facts."""
     skip = frozenset() if kinds is None else frozenset(KINDS) - {cls.kind for cls in kinds}
-    for data in json_objects(path, skip):
-        event = parse(data)
+    said: tuple[str, Truth] | None = None
+    """The last truth: its line from its facts on, and its event."""
+    for line in kept_lines(path, skip):
+        start = TRUTH_START.match(line)
+        if start and said and line[start.end() :] == said[0]:
+            head = json.loads(line[: start.end() - 2] + "}")
+            event: Event = replace(said[1], step=head["step"], time=head["time"])
+        else:
+            data = json_object(line)
+            if data is None:
+                continue
+            event = parse(data)
+            if start and isinstance(event, Truth):
+                said = (line[start.end() :], event)
         if kinds is None or isinstance(event, kinds):
             yield event
 
 
 LINE_START = '{"kind": "'
 """How `Transcript.write` begins every line: `row` puts the kind first, `json.dumps` keeps that order."""
+
+TRUTH_START = re.compile(r'\{"kind": "truth", "time": [-+0-9.eE]+, "step": -?[0-9]+, ')
+"""A `truth` line as `Transcript.write` lays it out, up to its facts (`row` writes the fields in order)."""
 
 
 def line_kind(line: str) -> str | None:
@@ -380,20 +406,31 @@ def line_kind(line: str) -> str | None:
     return kind if end > 0 and "\\" not in kind else None
 
 
-def json_objects(path: Path, skip: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, in order; none when it is absent. A line that is not a JSON object
-    (the torn last line of a killed run) is skipped; bytes that are not UTF-8 are a `DamagedFile`. A line whose
-    `line_kind` is in `skip` is left undecoded."""
+def kept_lines(path: Path, skip: frozenset[str] = frozenset()) -> Iterator[str]:
+    """The lines of a JSON-lines file but those whose `line_kind` is in `skip`; none when it is absent. Bytes
+    that are not UTF-8 are a `DamagedFile`, on any line."""
     if not path.is_file():
         return
     for _, line in text_lines(path):
-        if skip and line_kind(line) in skip:
-            continue
-        try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(data, dict):
+        if not (skip and line_kind(line) in skip):
+            yield line
+
+
+def json_object(line: str) -> dict[str, Any] | None:
+    """A line's JSON object; None for a line that is not one (the torn last line of a killed run)."""
+    try:
+        data = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def json_objects(path: Path, skip: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, in order (`kept_lines`, `json_object`): a line that is not a JSON
+    object is skipped."""
+    for line in kept_lines(path, skip):
+        data = json_object(line)
+        if data is not None:
             yield data
 
 

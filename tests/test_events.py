@@ -69,3 +69,26 @@ def test_reading_some_kinds_gives_those_events_in_order_and_still_checks_every_l
         f.write(b'{"kind": "call", "reply": "\xc3("}\n')
     with pytest.raises(events.DamagedFile, match="not UTF-8"):
         list(events.read(path, (events.Memory,)))
+
+
+def test_a_truth_restated_at_later_steps_reads_as_if_each_line_were_decoded(tmp_path):
+    from pos_bench.truth import Fact, WorldTruth
+
+    here, there = Fact("mug 1", "location", "desk 1"), Fact("mug 1", "location", "shelf 2")
+    worlds = [({here}, {"mug 1", "desk 1"}), ({here}, {"mug 1", "desk 1"}), ({here}, {"mug 1", "desk 1"})]
+    worlds += [({there}, {"mug 1", "shelf 2"})] * 2 + [({here}, {"mug 1", "desk 1"})]
+    path = tmp_path / "events.jsonl"
+    log = Transcript(path)
+    previous = None
+    for step, (facts, entities) in enumerate(worlds, start=-1):
+        world = WorldTruth(facts=frozenset(facts), entities=frozenset(entities))
+        log.write(events.Truth.of(step, world, previous))
+        log.write(events.Step(turn=step + 1, action="go"))
+        previous = world
+    log.close()
+    decoded = [events.parse(json.loads(line)) for line in path.read_text().splitlines()]
+    assert list(events.read(path)) == decoded
+    assert list(events.read(path, (events.Truth,))) == [e for e in decoded if isinstance(e, events.Truth)]
+    truths = events.truths(events.read(path))
+    assert [truths[s].facts for s in sorted(truths)] == [frozenset(f) for f, _ in worlds]
+    assert truths == events.truths(decoded)

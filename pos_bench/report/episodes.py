@@ -119,8 +119,8 @@ class Timeline:
         self.current = _new_turn("start")
         self.world: WorldTruth | None = None
         self.truth_turn: dict[str, Any] | None = None
-        self.facts_shown: tuple[tuple[Fact, ...], int] | None = None
-        """The last truth's facts as written and the index of their text."""
+        self.said: tuple[events.Truth, int] | None = None
+        """The last truth and the index of its facts' text."""
 
     def close_turn(self) -> None:
         self.out.append(self.current)
@@ -174,14 +174,14 @@ class Timeline:
         self.current["notes"].append(["compaction", self.strings.add("\n".join(lines))])
 
     def truth(self, event: events.Truth) -> None:
-        self.world = event.world(self.world)
-        self.truth_turn = self.current
         # the world mostly stays as it was from one step to the next (ALFWorld: 24 steps in 25), and a truth
-        # restates all of it: its text is made again only when its facts changed
-        if self.facts_shown is None or self.facts_shown[0] != event.facts:
+        # restates all of it: the world and its text are made again only when the truth says something new
+        if self.said is None or not event.restates(self.said[0]):
+            self.world = event.world(self.world)
             text = "\n".join(_fact_text(f) for f in sorted(self.world.facts, key=FACT_ORDER))
-            self.facts_shown = (event.facts, self.strings.add(text))
-        self.current["truth"] = {"step": event.step, "facts": self.facts_shown[1]}
+            self.said = (event, self.strings.add(text))
+        self.truth_turn = self.current
+        self.current["truth"] = {"step": event.step, "facts": self.said[1]}
 
     def claims(self, event: events.Claims) -> None:
         if not event.keeps_state:
