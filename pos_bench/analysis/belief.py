@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pos_bench import events
-from pos_bench.analysis.cores import in_order, worth_spreading
 from pos_bench.analysis.runs import Run, episode_folder, episode_result
 from pos_bench.analysis.stats import cluster_bootstrap, wilson
 from pos_bench.pos.claims import at_diagnoses, audited_updates
@@ -60,9 +58,9 @@ def truth_and_claims(path: Path) -> list[events.Event]:
     return stream
 
 
-def episode_belief(folder: Path, task_id: str) -> EpisodeBelief | None:
-    """The scores of one episode of the run at `folder`, or None when it recorded no truth."""
-    stream = truth_and_claims(episode_folder(folder, task_id) / "events.jsonl")
+def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
+    """The scores of one episode, or None when it recorded no truth."""
+    stream = truth_and_claims(episode_folder(run.folder, task_id) / "events.jsonl")
     truths = events.truths(stream)
     if not truths:
         return None
@@ -70,7 +68,7 @@ def episode_belief(folder: Path, task_id: str) -> EpisodeBelief | None:
     if held is None:
         return EpisodeBelief(task_id, None, None)
     steps = [Observed(s, truths[s], held[s]) for s in sorted(held) if s in truths]
-    report = episode_result(folder, {"task_id": task_id}).get("report") or {}
+    report = episode_result(run.folder, {"task_id": task_id}).get("report") or {}
     history, health = report.get("belief_update_history"), report.get("belief_health_history")
     audit = audit_accuracy(audited_updates(history, truths)) if isinstance(history, list) else None
     accuracy = episode_accuracy(steps)
@@ -79,10 +77,7 @@ def episode_belief(folder: Path, task_id: str) -> EpisodeBelief | None:
 
 
 def run_beliefs(run: Run) -> list[EpisodeBelief]:
-    """The run's finished episodes that recorded truth, read on every core when its transcripts are big."""
-    tasks = [str(t) for t in run.finished["task_id"]] if len(run.finished) else []
-    spread = worth_spreading(episode_folder(run.folder, t) / "events.jsonl" for t in tasks)
-    found = in_order(partial(episode_belief, run.folder), tasks, spread=spread)
+    found = (episode_belief(run, str(t)) for t in run.finished["task_id"]) if len(run.finished) else ()
     return [b for b in found if b is not None]
 
 

@@ -3,7 +3,6 @@
 import json
 
 from pos_bench import events
-from pos_bench.analysis import cores
 from pos_bench.analysis.belief import belief_accuracy, run_beliefs
 from pos_bench.analysis.plots import belief_plot
 from pos_bench.analysis.runs import episode_folder, load_run
@@ -106,11 +105,3 @@ def test_precision_is_left_empty_only_when_no_claim_reads_as_a_fact(tmp_path):
     run = hand_run(tmp_path, "passport", {"t0": [Claim("the world did not change", "furthermore")]})
     row = belief_accuracy([run])[0].iloc[0]
     assert row["state"] == "claims" and row["facts scored"] == 0 and row["precision 95%"] == "–"
-
-
-def test_beliefs_read_by_worker_processes_are_the_same(fixture_runs, monkeypatch):
-    runs = [load_run(fixture_runs[key]) for key in ("toy_pos", "toy_raw", "rca_pos")]
-    alone = [run_beliefs(run) for run in runs]
-    monkeypatch.setattr(cores, "SPREAD_BYTES", 0)  # the fixtures' transcripts are small: read them in workers
-    assert [run_beliefs(run) for run in runs] == alone
-    assert alone[0] and alone[2] and all(b.accuracy is None for b in alone[1])
