@@ -1,7 +1,8 @@
 """Work over episodes' transcripts spread on every core the process may use, results in order.
 
-Reading a sweep's transcripts is most of the time of the tables and the report at size (a 1,072-episode ALFWorld
-sweep: 1.1 GB, nearly all of it JSON to decode), and episodes are read independently. Worker processes are
+Reading every line of a sweep's transcripts, as the report's episode blocks do, is most of its time at size (a
+1,072-episode ALFWorld sweep: 1.1 GB, nearly all of it JSON to decode), and episodes are read independently. (The
+tables read a few kinds of lines only, a few seconds over that sweep: workers saved too little there.) Workers are
 forked: they import nothing and start in milliseconds; they run no thread of the parent's, only the function
 given. A few items are in flight at a time, so memory holds one transcript per worker and the results not yet
 taken; a caller that stops taking results (a bound reached) stops the work once those in flight are done.
