@@ -7,8 +7,8 @@ configured (or given) prices. No model is called and no network is used.
 Where the figures come from, per (benchmark, method), in this order:
 - `recorded`: finished episodes of the same benchmark and method under `results_root` (any model): their mean
   calls and tokens per role, and their seconds per call;
-- `structure`: the method played by the scripted model (the smallest schema-valid replies, as the stand-in
-  endpoint gives: no network) on `--probe-tasks` tasks (5) spread over the benchmark's list, each for its whole
+- `structure`: the method played by the scripted model with the stand-in endpoint's replies (the smallest
+  schema-valid ones, tool calls with their smallest arguments: no network) on `--probe-tasks` tasks (5) spread over the benchmark's list, each for its whole
   turn budget, and their mean (the first ALFWorld game alone predicted raw's input tokens at 0.84x). With
   `--probe-turns N` it plays N and 2N turns instead and extrapolates to the budget: calls and output tokens
   scale with the turns, input tokens follow the history a turn carries (fitted on the two probes, so a method
@@ -230,8 +230,8 @@ def probe(
     starts: Sequence[int] = (0,),
 ) -> tuple[float, dict[str, RoleCost]]:
     """Turns played and calls and tokens per role of an episode of `method` (with its `settings`) on `bench`
-    (its choice and settings), `turns` turns at most, played by the scripted model with the smallest
-    schema-valid replies (as the stand-in endpoint gives): the mean over one task at each of `starts` (positions
+    (its choice and settings), `turns` turns at most, played by the scripted model with the stand-in endpoint's
+    replies (`standin.replies.prompt_reply`): the mean over one task at each of `starts` (positions
     in the benchmark's task list; a benchmark whose tasks differ, LOCA's families, needs several)."""
     from omegaconf import OmegaConf
 
@@ -244,7 +244,7 @@ def probe(
                 *bench,
                 f"method={method}",
                 "model=scripted",
-                "+model.default={_target_:pos_bench.models.scripted.schema_reply,_partial_:true}",
+                "+model.default={_target_:pos_bench.standin.replies.prompt_reply,_partial_:true}",
                 "+model.tokenizer=o200k_base",  # counted as the stand-in counts (docs/fullsize.md)
                 f"bench.start={start}",
                 "bench.limit=1",

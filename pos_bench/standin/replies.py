@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pos_bench.standin.instance import minimal_instance
+from pos_bench.types import Prompt
 
 FREE_TEXT = "Nothing new to report."
 """The answer to a request that asks for neither a schema nor an action."""
@@ -60,6 +61,17 @@ def reply_text(body: Mapping[str, Any]) -> str:
         key, value = ("actions", [first]) if ASKS_FOR_A_LIST in prompt else ("action", first)
         return json.dumps({"thought": THOUGHT, key: value})
     return "{}" if response_format.get("type") == "json_object" else FREE_TEXT
+
+
+def prompt_reply(prompt: Prompt, index: int = 0) -> str:
+    """The stand-in's reply to `prompt` sent with a JSON schema when it has one (`model=vllm`), without the
+    network: the responder of `python -m pos_bench.estimate`'s probe, so the estimate predicts the replies the
+    stand-in gives (a LOCA tool call with its smallest arguments, not the decision schema's empty ones).
+    `index` (the role's call count, as a `ScriptedModel` responder takes it) changes nothing."""
+    body: dict[str, Any] = {"messages": [{"role": m.role, "content": m.content} for m in prompt.messages]}
+    if prompt.schema is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"schema": dict(prompt.schema)}}
+    return reply_text(body)
 
 
 def tool_catalog(prompt: str) -> dict[str, Mapping[str, Any]]:

@@ -9,7 +9,7 @@ from pos_bench import events
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
 from pos_bench.prompting import decision_schema, policy_prompt
-from pos_bench.standin.replies import FREE_TEXT, reply_text
+from pos_bench.standin.replies import FREE_TEXT, prompt_reply, reply_text
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Brief, Observation, Prompt
 from tests.golden.test_golden import BENCHES, METHODS, composed
@@ -79,6 +79,14 @@ def test_a_multi_action_schema_gets_one_action():
         reply_text(body(Prompt(messages=policy(obs).messages, schema=decision_schema(obs, max_actions=3))))
     )
     assert reply["actions"] == ["a"]
+
+
+def test_the_estimate_s_responder_answers_as_the_stand_in_does_over_the_wire():
+    tool_call = policy(Observation(text="", tools=TOOLS))
+    summary = Prompt(messages=policy(Observation(text="")).messages[:1])
+    for prompt in (tool_call, summary, policy(Observation(text="", actions=("open box", "look")))):
+        assert prompt_reply(prompt, 7) == reply_text(body(prompt))
+    assert json.loads(prompt_reply(tool_call))["action"]["arguments"] == {"question": "xxxx"}
 
 
 def test_a_request_without_schema_or_actions_gets_a_sentence():
