@@ -58,9 +58,9 @@ def truth_and_claims(path: Path) -> list[events.Event]:
     return stream
 
 
-def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
-    """The scores of one episode, or None when it recorded no truth."""
-    stream = truth_and_claims(episode_folder(run.folder, task_id) / "events.jsonl")
+def episode_belief(run: Run, task_id: str, trial: int = 0) -> EpisodeBelief | None:
+    """The scores of one episode (a task's trial), or None when it recorded no truth."""
+    stream = truth_and_claims(episode_folder(run.folder, task_id, trial) / "events.jsonl")
     truths = events.truths(stream)
     if not truths:
         return None
@@ -68,7 +68,7 @@ def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
     if held is None:
         return EpisodeBelief(task_id, None, None)
     steps = [Observed(s, truths[s], held[s]) for s in sorted(held) if s in truths]
-    report = episode_result(run.folder, {"task_id": task_id}).get("report") or {}
+    report = episode_result(run.folder, {"task_id": task_id, "trial": trial}).get("report") or {}
     history, health = report.get("belief_update_history"), report.get("belief_health_history")
     audit = audit_accuracy(audited_updates(history, truths)) if isinstance(history, list) else None
     accuracy = episode_accuracy(steps)
@@ -77,7 +77,7 @@ def episode_belief(run: Run, task_id: str) -> EpisodeBelief | None:
 
 
 def run_beliefs(run: Run) -> list[EpisodeBelief]:
-    found = (episode_belief(run, str(t)) for t in run.finished["task_id"]) if len(run.finished) else ()
+    found = (episode_belief(run, task, trial) for task, trial in run.finished_episodes)
     return [b for b in found if b is not None]
 
 

@@ -84,6 +84,15 @@ class Run:
         played = e["unplayed"].isna() if "unplayed" in e else True
         return e[~e["status"].isin(UNFINISHED) & played]
 
+    @property
+    def finished_episodes(self) -> list[tuple[str, int]]:
+        """(task id, trial) of each finished episode: the key of its folder when a task is played K times."""
+        f = self.finished
+        if not len(f):
+            return []
+        trials = f["trial"].astype(int) if "trial" in f else [0] * len(f)
+        return list(zip(f["task_id"].astype(str), trials, strict=True))
+
 
 def read_json(path: Path) -> dict[str, Any]:
     """A run folder's JSON object file; `{}` while it is not written yet. Anything else there (not UTF-8, not

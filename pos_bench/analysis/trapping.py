@@ -23,14 +23,14 @@ an action still to take."""
 PATTERNS = ("static", "cycle", "drift", "generic")
 
 
-def health_history(run: Run, task_id: str) -> list[Mapping[str, Any]]:
-    full = episode_result(run.folder, {"task_id": task_id})
+def health_history(run: Run, task_id: str, trial: int = 0) -> list[Mapping[str, Any]]:
+    full = episode_result(run.folder, {"task_id": task_id, "trial": trial})
     report = full.get("report") or {}
     if isinstance(report.get("belief_health_history"), list):
         return report["belief_health_history"]
     views = [
         events.PosMemory.of(e.record)
-        for e in events.read(episode_folder(run.folder, task_id) / "events.jsonl", (events.Memory,))
+        for e in events.read(episode_folder(run.folder, task_id, trial) / "events.jsonl", (events.Memory,))
     ]
     return [v.health for v in views if v is not None and isinstance(v.health, Mapping)]
 
@@ -52,7 +52,7 @@ def trapping(runs: Iterable[Run]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(incidence per run, onset counts per run × pattern × dimension)."""
     incidence, counts = [], []
     for run in runs:
-        histories = {t: health_history(run, t) for t in run.finished["task_id"]}
+        histories = {key: health_history(run, *key) for key in run.finished_episodes}
         if not any(histories.values()):
             continue
         trapped = [t for t, h in histories.items() if any(x.get("trapped") for x in h)]

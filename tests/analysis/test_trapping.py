@@ -59,3 +59,30 @@ def test_compact_rows_read_the_episode_folder_then_the_events(fixture_runs, tmp_
     for result in folder.glob("episodes/*/result.json"):
         result.unlink()
     assert incidence_of(folder)[0]["trapped"] == trapped  # from the memory events
+
+
+def test_each_trial_of_a_task_is_read_from_its_own_folder(fixture_runs, tmp_path):
+    folder = tmp_path / "toy" / "pos" / "scripted"
+    shutil.copytree(fixture_runs["toy_pos"], folder)
+    n, trapped = expected(folder)
+    rows = [json.loads(x) for x in (folder / "results.jsonl").open()]
+    results = {
+        r["task_id"]: json.loads((episode_folder(folder, r["task_id"]) / "result.json").read_text())
+        for r in rows
+    }
+    task = next(
+        t for t, r in results.items() if any(h["trapped"] for h in r["report"]["belief_health_history"])
+    )
+    calm = results[task]
+    calm["report"]["belief_health_history"] = [
+        {**h, "trapped": False} for h in calm["report"]["belief_health_history"]
+    ]
+    again = episode_folder(folder, task).with_name(episode_folder(folder, task).name + "@t1")
+    again.mkdir()
+    (again / "result.json").write_text(json.dumps({**calm, "trial": 1}))
+    row = next(r for r in rows if r["task_id"] == task)
+    with (folder / "results.jsonl").open("a") as f:
+        f.write(json.dumps({**row, "trial": 1, "report": calm["report"]}) + "\n")
+    assert episode_folder(folder, task, 1) == again
+    row, _ = incidence_of(folder)
+    assert (row["n"], row["trapped"]) == (n + 1, trapped)  # trial 1 counted, and calm as its own folder says
