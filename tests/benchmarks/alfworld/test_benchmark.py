@@ -313,3 +313,76 @@ def test_games_load_in_threads_of_one_process(tarball: Path, engine: None) -> No
     assert all(first.actions for first in firsts)
     for env in envs:
         env.close()
+
+
+def planner_copies() -> int:
+    """Copies of fast-downward's planner library mapped into this process: each loaded copy is a file of its
+    own (device and inode), deleted once loaded and never unloaded."""
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        pytest.skip("no /proc/self/maps here")
+    lines = [line.split() for line in maps.read_text().splitlines() if "libdownward" in line]
+    return len({(fields[3], fields[4]) for fields in lines})
+
+
+def played(env: AlfWorldEnv, task) -> list:
+    """Observations and facts of the first steps of `task` on `env`."""
+    first = env.reset(task)
+    seen = [(first.text, first.actions, env.truth())]
+    for action in first.actions[:3]:
+        obs = env.step(action)
+        seen.append((obs.text, obs.actions, env.truth()))
+    return seen
+
+
+@pytest.mark.engine
+def test_games_one_after_another_reuse_one_planner_library_and_play_the_same(
+    tarball: Path, engine: None
+) -> None:
+    """TextWorld loads a copy of the planner library per game and never unloads it (2.5 MB each): without
+    reuse, a process grew by one copy per game, a sweep's driver by one per run and a worker by one per
+    episode."""
+    bench = AlfWorldBenchmark(tarball, limit=2)
+    first, second = bench.tasks()
+    env = bench.make_env(ScriptedModel())
+    try:
+        before = played(env, first)
+        copies = planner_copies()
+        played(env, second)
+        again = played(env, first)
+        other = bench.make_env(ScriptedModel())
+        try:
+            assert played(other, second) == played(env, second)
+        finally:
+            other.close()
+    finally:
+        env.close()
+    assert again == before  # a library another game used plays the game as before
+    assert planner_copies() <= copies + 1  # two games open at once need two copies; one after another, one
+
+
+@pytest.mark.engine
+def test_the_preflight_check_of_each_run_of_a_sweep_maps_no_new_planner_library(
+    tarball: Path, engine: None
+) -> None:
+    """The driver plays a sweep's runs one after another and checks each before its first episode, loading
+    the first game; its memory stays flat across the runs."""
+    from pos_bench.runner.preflight import preflight
+
+    overrides = [
+        "bench=alfworld",
+        "bench.limit=1",
+        f"bench.data_dir={tarball}",
+        "model=scripted",
+        "cache.mode=off",
+    ]
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        configs = [
+            OmegaConf.to_container(compose("config", overrides=[*overrides, f"method={m}"]), resolve=True)
+            for m in ("raw", "acon", "raw")
+        ]
+    preflight(configs[0])
+    copies = planner_copies()
+    for cfg in configs[1:]:
+        preflight(cfg)
+    assert planner_copies() == copies
