@@ -201,3 +201,14 @@ def test_the_whole_budget_probe_over_every_task_is_the_mean_of_a_run_of_them(tmp
     assert est.profile.source.startswith("structure") and "3 tasks" in est.profile.source
     predicted = {role: cost.input_tokens for role, cost in est.profile.roles.items()}
     assert predicted == measured
+
+
+def test_an_experiments_own_bench_settings_and_role_models_are_probed(shared, tmp_path, monkeypatch):
+    # table1_clindiag sets `bench.provider: llm` in its file and names a provider model: each agent question
+    # is then a provider call too, half of an episode's calls, which a probe of plain `bench=clindiag` missed
+    monkeypatch.setenv("POS_BENCH_SHARED", str(shared))
+    combo = ["+experiment=table1_clindiag", "method=raw", "model=vllm", "bench.max_turns=4"]
+    (est,) = estimate(combo, options(results=str(tmp_path), probe_turns=None))
+    roles = est.profile.roles
+    assert roles["benchmark_provider"].calls == roles["agent"].calls == 4
+    assert roles["benchmark_provider"].input_tokens > 0

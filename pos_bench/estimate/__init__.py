@@ -371,6 +371,44 @@ def bench_settings(combo: Sequence[str]) -> list[str]:
     ]
 
 
+def composed_bench_settings(cfg: Any, bench: str) -> list[str]:
+    """The bench settings the combination's whole config gives that `bench=<bench>` alone does not: those an
+    experiment sets in its own file (ClinDiag's `provider: llm` and `judge: llm`), which the combination's
+    overrides do not show. Plain values only; interpolations (read from the roles) are left to resolve."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(compose([f"bench={bench}"]).bench, resolve=False)
+    given = OmegaConf.to_container(cfg.bench, resolve=False)
+    out = []
+    for key, value in given.items():
+        scalar = value is None or isinstance(value, bool | int | float | str)
+        interpolated = isinstance(value, str) and "${" in value
+        if scalar and not interpolated and plain.get(key) != value and not f"bench.{key}".startswith(PROBE_SET):
+            out.append(f"bench.{key}={json.dumps(value)}")
+    return out
+
+
+def role_models(cfg: Any) -> list[str]:
+    """Overrides that give each per-role model of the config (a ClinDiag provider or judge) the stand-in's
+    replies, counted as the stand-in counts, as the policy's are: those calls are part of an episode's cost."""
+    out = []
+    for role in sorted(cfg.get("roles") or {}):
+        out += [
+            f"+model@roles.{role}=scripted",
+            f"+roles.{role}.default={{_target_:pos_bench.standin.replies.prompt_reply,_partial_:true}}",
+            f"+roles.{role}.tokenizer=o200k_base",
+        ]
+    return out
+
+
+def probe_overrides(combo: Sequence[str], cfg: Any, bench: str) -> list[str]:
+    """The combination's bench settings, those its experiment sets, and the stand-in's replies for its roles."""
+    given = bench_settings(combo)
+    named = {o.lstrip("+~").split("=", 1)[0] for o in given}
+    extra = [o for o in composed_bench_settings(cfg, bench) if o.split("=", 1)[0] not in named]
+    return [*given, *extra, *role_models(cfg)]
+
+
 def method_settings(combo: Sequence[str]) -> dict[str, str]:
     """The `method.<key>=<value>` overrides of a combination: which variant of the method it plays."""
     pairs = (o.lstrip("+~").split("=", 1) for o in combo if o.lstrip("+~").startswith("method."))
@@ -408,7 +446,7 @@ def estimate_combinations(combos: Sequence[Sequence[str]], args: argparse.Namesp
                 root,
                 args.probe_turns,
                 settings,
-                bench_settings(combo),
+                probe_overrides(combo, cfg, picked["bench"]),
                 [int(cfg.bench.get("start") or 0) + i for i in spread(episodes, args.probe_tasks)],
             )
         profile = profiles[key]
