@@ -56,6 +56,8 @@ class Reset(Event):
     kind: ClassVar[str] = "reset"
     task: Any = None
     observation: Any = None
+    cpu_seconds: float | None = field(default=None, metadata=OMIT_NONE)
+    """This process's CPU time in the environment's reset (as `Step.cpu_seconds`)."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,9 @@ class Step(Event):
     thought: str | None = None
     action: Any = None
     observation: Any = None
+    cpu_seconds: float | None = field(default=None, metadata=OMIT_NONE)
+    """This process's CPU time in the environment's step (all its threads, as `Call.cpu_seconds`), model calls
+    the environment made included (ClinDiag's provider): what the environment cost where the run played."""
 
 
 @dataclass(frozen=True)

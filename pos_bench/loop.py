@@ -7,9 +7,12 @@ benchmark step → method updates its memory (STYLE §5). A reply may hold up to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -164,6 +167,7 @@ def play(
     max_meta_per_turn: int = 3,
     budget: RetryBudget = RetryBudget(),
     tally: Tally | None = None,
+    env_gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> EpisodeResult:
     """Play one episode to `done` or the turn budget. Exceptions propagate to the runner, which keeps
     `tally` (the counts so far) for the errored episode's failure ledger.
@@ -171,13 +175,19 @@ def play(
     Meta-actions (memory operations) do not consume a turn, but more than `max_meta_per_turn` of
     them in one turn spend it, so a method cannot stall the episode. A reply's actions run in order,
     at most `brief.max_actions_per_turn` of them, and the turn stops early when one ends the episode.
+
+    `env_gate` is held around every reset and step (the runner's limit on steps computing at once,
+    `runner/env_slots.py`).
     """
     started = time.perf_counter()
-    obs = env.reset(task)
+    with env_gate():
+        cpu = time.process_time()
+        obs = env.reset(task)
+        cpu = round(time.process_time() - cpu, 4)
     shown = to_jsonable(task)
     if not task.trial:
         del shown["trial"]  # trial 0 (every one-trial run) keeps the transcript it always wrote
-    log.write(events.Reset(task=shown, observation=obs))
+    log.write(events.Reset(task=shown, observation=obs, cpu_seconds=cpu))
     method.start(task, brief, obs)
     tally = Tally() if tally is None else tally
     record_truth(env, -1, tally, log)
@@ -196,7 +206,9 @@ def play(
             log.write(events.TurnSpent(turn=tally.turn))
         else:
             tally.valid += 1
-            obs = act(env, method, decision, obs, tally, log, brief=brief, last_turn=last_turn)
+            obs = act(
+                env, method, decision, obs, tally, log, brief=brief, last_turn=last_turn, env_gate=env_gate
+            )
         tally.turn += 1
     return finish(task, env, method, obs, tally, log, started=started)
 
@@ -255,6 +267,7 @@ def act(
     *,
     brief: Brief,
     last_turn: bool,
+    env_gate: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> Observation:
     """Run the decision's actions in order (at most `brief.max_actions_per_turn`), the method updating after
     each; returns the observation after the last one run."""
@@ -263,11 +276,18 @@ def act(
     if len(decision.actions) > len(actions):
         log.write(events.ActionsDropped(turn=turn, dropped=decision.actions[len(actions) :]))
     for index, action in enumerate(actions):
-        after = env.step(action)
+        with env_gate():
+            cpu = time.process_time()
+            after = env.step(action)
+            cpu = round(time.process_time() - cpu, 4)
         tally.steps += 1
         tally.tool_errors += after.tool_error
         last = after.done or index == len(actions) - 1
-        log.write(events.Step(turn=turn, thought=decision.thought, action=action, observation=after))
+        log.write(
+            events.Step(
+                turn=turn, thought=decision.thought, action=action, observation=after, cpu_seconds=cpu
+            )
+        )
         record_truth(env, tally.steps - 1, tally, log)
         try:
             record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))

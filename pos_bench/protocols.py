@@ -93,6 +93,14 @@ class ExpertBenchmark(Benchmark, Protocol):
 
 
 @runtime_checkable
+class ComputeBoundBenchmark(Benchmark, Protocol):
+    """A benchmark whose environments compute their steps in the worker rather than wait (ALFWorld's engine):
+    the runner lets at most as many of their steps run at once as the host has cores (`runner/env_slots.py`)."""
+
+    compute_bound: bool
+
+
+@runtime_checkable
 class LabelledBenchmark(Benchmark, Protocol):
     """A benchmark with a setting that decides what its scores mean (ClinDiag's judge): `labels` joins the
     run's labels, so run.json, the summary and every table row show it."""

@@ -1,3 +1,4 @@
+import contextlib
 import dataclasses
 
 import pytest
@@ -272,3 +273,32 @@ def test_no_truth_events_when_the_env_reports_none():
         TASK, QuietEnv(BENCH.text_version), RawHistory(model), model, brief=BENCH.brief, max_turns=1, log=log
     )
     assert log.of_kind("step") and not log.of_kind("truth") and not log.of_kind("claims")
+
+
+def test_every_reset_and_step_runs_inside_the_env_gate_and_records_its_cpu():
+    held = []
+
+    class Watched(ToyEnv):
+        def reset(self, task):
+            assert held == [True], "reset outside the gate"
+            return super().reset(task)
+
+        def step(self, action):
+            assert held == [True], "step outside the gate"
+            return super().step(action)
+
+    @contextlib.contextmanager
+    def gate():
+        held.append(True)
+        try:
+            yield
+        finally:
+            held.pop()
+
+    log = Transcript()
+    env = Watched(expert=True)
+    result = play(TASK, env, Expert(), None, brief=BENCH.brief, max_turns=20, log=log, env_gate=gate)
+    assert result.success and held == []
+    timed = [e for e in log.events if e["kind"] in ("reset", "step")]
+    assert len(timed) == result.steps + 1
+    assert all(isinstance(e["cpu_seconds"], float) and e["cpu_seconds"] >= 0 for e in timed)

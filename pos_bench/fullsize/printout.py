@@ -28,7 +28,16 @@ class RunFigures:
     """CPU seconds the driver and workers used over that span (from the samples)."""
     service: float
     env: EnvCost
+    """The environments' CPU played again alone (`env_cpu`): what the limit divides by the cores."""
     cores: int
+    env_played: float | None = None
+    """The environments' CPU where the run played (`Episode.env_cpu`, summed); None when a transcript lacks it.
+    Above `env` by what sharing the cores cost them (their steps interrupted, their caches cold)."""
+
+    @property
+    def env_in_cpu(self) -> float:
+        """The part of `cpu` that was the environments': as measured where they played, when it was."""
+        return self.env.seconds if self.env_played is None else self.env_played
 
     @property
     def limit(self) -> float:
@@ -37,7 +46,7 @@ class RunFigures:
     @property
     def client_ms_per_call(self) -> float:
         """The harness's own CPU per model call while the run played: its CPU less the environments'."""
-        return (self.cpu - self.env.seconds) / max(self.calls, 1) * 1e3
+        return (self.cpu - self.env_in_cpu) / max(self.calls, 1) * 1e3
 
 
 def run_figures(
@@ -56,6 +65,9 @@ def run_figures(
         service=service_bound([e.calls for e in run.episodes], slots(run.config), model),
         env=env_cpu(run, env_sample),
         cores=cores,
+        env_played=None
+        if any(e.env_cpu is None for e in run.episodes)
+        else sum(e.env_cpu for e in run.episodes),
     )
 
 
@@ -144,20 +156,21 @@ def header_lines(
 
 def run_table(figures: Sequence[RunFigures]) -> list[str]:
     head = (
-        f"{'run':<28} {'eps':>5} {'err':>4} {'calls':>7} {'wall_s':>8} {'service_s':>9} {'env_cpu_s':>9} "
+        f"{'run':<28} {'eps':>5} {'err':>4} {'calls':>7} {'wall_s':>8} {'service_s':>9} {'env_cpu_s':>9} {'env_run_s':>9} "
         f"{'limit_s':>8} {'wall/limit':>10} {'client_ms/call':>14}"
     )
     rows = [
         f"{f.label:<28} {f.episodes:>5} {f.errors:>4} {f.calls:>7} {f.wall:>8.1f} {f.service:>9.1f} "
-        f"{f.env.seconds:>9.1f} {f.limit:>8.1f} {f.wall / f.limit if f.limit else 0:>10.2f} "
+        f"{f.env.seconds:>9.1f} {'-' if f.env_played is None else f'{f.env_played:.1f}':>9} {f.limit:>8.1f} {f.wall / f.limit if f.limit else 0:>10.2f} "
         f"{f.client_ms_per_call:>14.2f}"
         for f in figures
     ]
     cores = figures[0].cores if figures else 1
     note = (
         f"(limit = max(service bound, env CPU / {cores} cores); env CPU from "
-        f"{sum(f.env.sampled for f in figures)} episodes replayed; client = driver and workers' CPU over the "
-        "run's span less the env CPU, per call)"
+        f"{sum(f.env.sampled for f in figures)} episodes replayed alone; env_run = the env CPU where the run "
+        "played, from its transcripts; client = driver and workers' CPU over the run's span less env_run "
+        "(env CPU where it is missing), per call)"
     )
     return [head, *rows, note]
 
@@ -166,7 +179,7 @@ def pace_lines(played: Played, figures: Sequence[RunFigures], episodes: Sequence
     limit = sum(f.limit for f in figures)
     wall = sum(f.wall for f in figures)
     calls = sum(f.calls for f in figures)
-    harness = sum(f.cpu - f.env.seconds for f in figures)
+    harness = sum(f.cpu - f.env_in_cpu for f in figures)
     in_calls = [cpu for e in episodes for cpu in e.in_call_cpu]
     inside = (
         f"median {statistics.median(in_calls) * 1e3:.2f} ms, mean {statistics.fmean(in_calls) * 1e3:.2f} ms"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pos_bench import events
+from pos_bench.runner.summary import BENCHMARK_ROLE_PREFIX
 from pos_bench.standin.service import CallCost
 from pos_bench.types import Task, ToolCall
 
@@ -29,6 +30,10 @@ class Episode:
     """`Call.cpu_seconds` of every call: the worker's CPU while the call was under way."""
     files: Mapping[str, int]
     """Bytes of each file in the episode folder."""
+    env_cpu: float | None = None
+    """The worker's CPU in the environment's reset and steps where the run played (`Reset.cpu_seconds`,
+    `Step.cpu_seconds`), less the benchmark roles' calls made inside the steps (ClinDiag's provider); None for
+    a transcript that has no such figures."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +53,20 @@ class Run:
 def read_episode(folder: Path) -> Episode:
     """One episode's calls, actions and times, read line by line from its `events.jsonl`."""
     task, calls, actions, times, cpu, hits = None, [], [], [], [], 0
+    env_cpu, in_roles = None, 0.0  # in_roles: benchmark roles' call CPU since the last step
     for event in events.read(folder / "events.jsonl"):
         if event.time is not None:
             times.append(event.time)
+        if isinstance(event, (events.Reset, events.Step)) and event.cpu_seconds is not None:
+            env_cpu = (
+                (env_cpu or 0.0) + event.cpu_seconds - (in_roles if isinstance(event, events.Step) else 0.0)
+            )
+            in_roles = 0.0
         if isinstance(event, events.Reset):
             task = Task(**{k: v for k, v in event.task.items() if k in ("id", "source", "meta", "trial")})
         elif isinstance(event, events.Call):
+            if event.role.startswith(BENCHMARK_ROLE_PREFIX):
+                in_roles += event.cpu_seconds or 0.0
             usage = event.usage
             if event.cached:
                 hits += 1
@@ -68,7 +81,9 @@ def read_episode(folder: Path) -> Episode:
     if task is None:
         raise ValueError(f"{folder / 'events.jsonl'} has no reset event")
     files = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
-    return Episode(task, tuple(calls), hits, tuple(actions), min(times), max(times), tuple(cpu), files)
+    return Episode(
+        task, tuple(calls), hits, tuple(actions), min(times), max(times), tuple(cpu), files, env_cpu
+    )
 
 
 def read_runs(root: Path) -> list[Run]:

@@ -75,7 +75,7 @@ def fresh(endpoint: Endpoint, now: float) -> Allowance:
 
 def refill(allowance: Allowance, endpoint: Endpoint, now: float) -> Allowance:
     if endpoint.tokens_per_minute is None:
-        return replace(allowance, stamp=now)
+        return allowance  # no bucket: the stamp is never read, and an unchanged allowance is not written
     level = allowance.tokens + (now - allowance.stamp) * endpoint.tokens_per_minute / 60.0
     return replace(allowance, tokens=min(float(endpoint.tokens_per_minute), level), stamp=now)
 
@@ -164,21 +164,28 @@ class FileBudget:
 
     def __init__(self, folder: str | Path):
         self.folder = str(folder)
+        self._places: dict[str, Path] = {}
 
     def _place(self, endpoint: Endpoint) -> Path:
-        place = Path(self.folder) / hashlib.sha256(endpoint.key.encode()).hexdigest()[:16]
-        place.mkdir(parents=True, exist_ok=True)
+        place = self._places.get(endpoint.key)
+        if place is None:
+            place = Path(self.folder) / hashlib.sha256(endpoint.key.encode()).hexdigest()[:16]
+            place.mkdir(parents=True, exist_ok=True)
+            self._places[endpoint.key] = place
         return place
 
     def _update(self, place: Path, endpoint: Endpoint, change) -> Allowance:
-        """Apply `change` to the stored allowance under the state lock; return the new value."""
+        """Apply `change` to the stored allowance under the state lock; return the new value (written only
+        when it changed: a call that finds the endpoint at its full limit, with no token bucket, writes
+        nothing)."""
         with open(place / "state.lock", "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             path = place / "state.json"
             now = time.time()
-            stored = Allowance(**json.loads(path.read_text())) if path.exists() else fresh(endpoint, now)
-            allowance = change(refill(stored, endpoint, now))
-            path.write_text(json.dumps(asdict(allowance)))
+            stored = Allowance(**json.loads(path.read_text())) if path.exists() else None
+            allowance = change(refill(stored or fresh(endpoint, now), endpoint, now))
+            if allowance != stored:
+                path.write_text(json.dumps(asdict(allowance)))
             return allowance
 
     def _take_slot(self, place: Path, limit: int) -> int | None:

@@ -22,6 +22,7 @@ from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
+from pos_bench.runner.env_slots import env_gate
 from pos_bench.runner.logs import worker_logs
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
@@ -137,6 +138,7 @@ def play_built(
                 max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
                 budget=RetryBudget(**(cfg.get("loop") or {})),
                 tally=tally,
+                env_gate=env_gate(cfg["runner"].get("env_slots"), benchmark),
             )
     finally:
         env.close()

@@ -77,6 +77,10 @@ class RunnerConfig:
     measure_speed: bool = False
     """Before the first episode, time one streamed reply of the configured model (`models/speed.py`) and warn
     when a reply the run may ask for (`model.max_tokens`, the method's `…max_tokens`) would take minutes."""
+    env_slots: int | None = None
+    """Environment steps computing at once on a host, across all episodes in flight (`runner/env_slots.py`):
+    null gives a compute-bound benchmark's environments (ALFWorld) the host's cores and any other no limit;
+    a number sets it for any benchmark; 0 is no limit."""
     allow_code_change: bool = False
     """Resume a run folder whose episodes ran on other code (`runner/code.py`); which episodes ran on which
     code is kept in `run.json`'s `code_history`."""
@@ -89,6 +93,8 @@ class RunnerConfig:
         if self.n_jobs == 0 or self.n_jobs < -1:
             raise ValueError(f"runner.n_jobs must be a positive number or -1 (all cores), got {self.n_jobs}")
         self.placement()
+        if self.env_slots is not None and self.env_slots < 0:
+            raise ValueError(f"runner.env_slots must be ≥ 0 (0: no limit) or null, got {self.env_slots}")
         if self.max_meta_per_turn < 0:
             raise ValueError(f"runner.max_meta_per_turn must be ≥ 0, got {self.max_meta_per_turn}")
 

@@ -90,8 +90,15 @@ def test_the_run_table_is_the_stand_in_model_over_the_recorded_calls_and_the_rec
             [e.time for e in events.read(p)] for p in run_folder(root, method).glob("episodes/*/events.jsonl")
         ]
         wall = max(max(t) for t in times) - min(min(t) for t in times)
+        played = sum(
+            e.cpu_seconds
+            for p in run_folder(root, method).glob("episodes/*/events.jsonl")
+            for e in events.read(p)
+            if isinstance(e, (events.Reset, events.Step))
+        )
         (row,) = field(rf"^toy/{method}\s+(.*)$", out)
-        _, _, _, shown_wall, service, env, limit, ratio, _ = (float(cell) for cell in row.split())
+        _, _, _, shown_wall, service, env, env_run, limit, ratio, _ = (float(cell) for cell in row.split())
+        assert env_run == pytest.approx(played, abs=0.051)
         bound = service_bound(chains, 2, ServiceModel(tokens_per_s=SPEED))
         assert service == pytest.approx(bound, abs=0.051)
         assert shown_wall == pytest.approx(wall, abs=0.051)
@@ -151,3 +158,18 @@ def test_the_servers_an_episode_recorded_are_summed_per_run():
         line == "servers per episode (loca/raw): 6.0 processes, RSS mean 500 MB, max 600 MB over 2 episodes"
     )
     assert server_lines([Run(Path("."), "toy/raw", {}, ({"extras": {}},), ())]) == []
+
+
+def test_the_env_cpu_where_an_episode_played_leaves_out_the_benchmark_roles_calls_inside_its_steps(tmp_path):
+    from pos_bench.fullsize.record import read_episode
+    from pos_bench.transcript import Transcript
+
+    log = Transcript(tmp_path / "events.jsonl")
+    log.write(events.Reset(task={"id": "case-1"}, cpu_seconds=0.1))
+    log.write(events.Call(role="agent", cpu_seconds=0.01))
+    log.write(events.Call(role="benchmark_provider", cpu_seconds=0.02))  # asked inside the step
+    log.write(events.Step(turn=0, action="ask", cpu_seconds=0.05))
+    log.write(events.Call(role="benchmark_judge", cpu_seconds=0.3))  # at scoring, outside every step
+    log.write(events.Score(score={"success": False}))
+    log.close()
+    assert read_episode(tmp_path).env_cpu == pytest.approx(0.1 + 0.05 - 0.02)

@@ -3,6 +3,7 @@ threads of one process and for processes of one host, against the loopback stub 
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 
@@ -139,3 +140,18 @@ def test_a_rate_limited_endpoint_gets_fewer_requests_at_once(stub):
     stub.max_in_flight = 0
     errors = hammer(lambda: budgeted(stub, budget, max_concurrency=4).generate(PROMPT), 8)
     assert errors == [] and 2 <= stub.max_in_flight <= 3
+
+
+def test_the_file_budget_writes_its_state_only_when_it_changes(tmp_path):
+    endpoint = Endpoint("http://127.0.0.1:1/v1 m", max_in_flight=4)
+    budget = FileBudget(tmp_path)
+    budget.release(budget.acquire(endpoint), tokens=10, rate_limited=False)
+    (state,) = tmp_path.glob("*/state.json")
+    marked = json.dumps(json.loads(state.read_text()), indent=1)  # the same state, laid out as we never write
+    state.write_text(marked)
+    for _ in range(3):  # at its full limit with no token bucket: nothing to write
+        budget.release(budget.acquire(endpoint), tokens=10, rate_limited=False)
+    assert state.read_text() == marked
+    budget.release(budget.acquire(endpoint), tokens=10, rate_limited=True)  # a 429 halves the limit
+    assert state.read_text() != marked
+    assert FileBudget(tmp_path)._update(state.parent, endpoint, lambda a: a).limit == 2.0

@@ -247,7 +247,12 @@ class AlfWorldBenchmark:
     `make_expert_env` runs the planner after every step so observations carry `info["plan"]` (what
     `method=expert` follows). Only the expert asks for it: the planner takes up to tens of seconds on some
     games, far more than the engine step itself (scripts/bench_loop.py).
+
+    Its engine computes every step in the worker, so the runner runs at most as many steps at once as the
+    host has cores (`compute_bound`, `runner/env_slots.py`).
     """
+
+    compute_bound = True
 
     def __init__(
         self,

@@ -1,0 +1,84 @@
+"""`runner.env_slots`: at most N environment steps at once on a host, across threads and processes."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pos_bench.benchmarks.toy import ToyBenchmark
+from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores
+from pos_bench.runner.preflight import RunnerConfig
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    now = most = 0
+    for _, change in edges:
+        now += change
+        most = max(most, now)
+    return most
+
+
+def hold(folder: str, count: int, seconds: float) -> tuple[float, float]:
+    with EnvSlots(count, Path(folder)).held():
+        started = time.monotonic()
+        time.sleep(seconds)
+        return started, time.monotonic() - 0.005  # the release itself is after this: leave it a margin
+
+
+def test_threads_of_one_process_take_at_most_the_slots(tmp_path: Path) -> None:
+    with ThreadPoolExecutor(6) as pool:
+        intervals = list(pool.map(lambda _: hold(str(tmp_path), 2, 0.2), range(6)))
+    assert most_at_once(intervals) == 2
+
+
+def test_processes_take_at_most_the_slots(tmp_path: Path) -> None:
+    with ProcessPoolExecutor(5) as pool:
+        intervals = list(pool.map(hold, [str(tmp_path)] * 5, [3] * 5, [0.3] * 5))
+    assert most_at_once(intervals) == 3
+    # five holds of 0.3 s through three slots take two rounds, not one and not five
+    span = max(end for _, end in intervals) - min(start for start, _ in intervals)
+    assert 0.55 < span < 1.2
+
+
+def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path) -> None:
+    slots = EnvSlots(1, tmp_path)
+    with pytest.raises(RuntimeError), slots.held():
+        raise RuntimeError("the step failed")
+    done = threading.Event()
+
+    def take() -> None:
+        with slots.held():
+            done.set()
+
+    threading.Thread(target=take, daemon=True).start()
+    assert done.wait(5)
+
+
+class Computing(ToyBenchmark):
+    compute_bound = True
+
+
+def test_the_default_limits_only_a_compute_bound_benchmark() -> None:
+    computing = env_gate(None, Computing())
+    assert isinstance(computing.__self__, EnvSlots)  # type: ignore[attr-defined]
+    assert computing.__self__.count == host_cores()  # type: ignore[attr-defined]
+    assert env_gate(None, ToyBenchmark()) is contextlib.nullcontext
+    assert env_gate(0, Computing()) is contextlib.nullcontext
+    assert env_gate(3, ToyBenchmark()).__self__.count == 3  # type: ignore[attr-defined]
+
+
+def test_alfworld_says_its_steps_compute() -> None:
+    from pos_bench.benchmarks.alfworld.benchmark import AlfWorldBenchmark
+
+    assert AlfWorldBenchmark.compute_bound is True
+
+
+def test_a_negative_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="runner.env_slots must be ≥ 0"):
+        RunnerConfig(env_slots=-1)
