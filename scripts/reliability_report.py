@@ -104,6 +104,36 @@ def loky_workers(pid: int) -> list[int]:
     return found
 
 
+def playing(worker: int) -> Path | None:
+    """The transcript a worker holds open, that is the episode it is playing, or None between episodes."""
+    try:
+        fds = os.listdir(f"/proc/{worker}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = Path(os.readlink(f"/proc/{worker}/fd/{fd}"))
+        except OSError:
+            continue
+        if target.name == "events.jsonl":
+            return target
+    return None
+
+
+def busy_worker(pid: int) -> int | None:
+    """A worker in the middle of an episode, the one with the fewest events so far (the farthest from its
+    end), so the kill lands inside the episode rather than between two."""
+    busy = {}
+    for worker in loky_workers(pid):
+        transcript = playing(worker)
+        if transcript is not None:
+            try:
+                busy[worker] = transcript.read_bytes().count(b"\n")
+            except OSError:
+                continue
+    return min(busy, key=busy.__getitem__) if busy else None
+
+
 def worker_kill_campaign(tmp: Path, runs: int) -> list[Figure]:
     args = [*TOY, "bench.n_tasks=6", "bench.max_turns=4", "model.delay=0.1", "runner.n_jobs=2"]
     good = lost = duplicated = 0
@@ -112,14 +142,15 @@ def worker_kill_campaign(tmp: Path, runs: int) -> list[Figure]:
         root = tmp / f"worker{i}"
         proc = start(args, root)
         deadline = time.time() + 120
-        workers: list[int] = []
+        victim = None
         while time.time() < deadline and proc.poll() is None:
-            workers = loky_workers(proc.pid)
-            if workers and sum(len(raw_rows(f)) for f in run_folders(root)) >= 1:
-                break
-            time.sleep(0.05)
-        if workers:
-            os.kill(workers[0], signal.SIGKILL)
+            if sum(len(raw_rows(f)) for f in run_folders(root)) >= 1:
+                victim = busy_worker(proc.pid)
+                if victim is not None:
+                    break
+            time.sleep(0.02)
+        if victim is not None:
+            os.kill(victim, signal.SIGKILL)
         proc.wait(timeout=300)
         rows = only_rows(root)
         missing, twice = lost_and_duplicated(rows, [f"toy/{k:03d}" for k in range(6)])
