@@ -11,6 +11,7 @@ chat model.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from baselines.pace.encoder import Encoder, MiniLMEncoder
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation
 from pos_bench.protocols import MethodBase, Model
+from pos_bench.runner.env_slots import local_compute
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 
@@ -134,6 +136,8 @@ class Pace(MethodBase):
         self.selection: dict[str, Any] = {}
         self.embedding = {"calls": 0, "input_tokens": 0}
         self.embedding_reported = dict(self.embedding)
+        self.encoder_cpu = 0.0
+        """CPU seconds in the encoder since the last memory record."""
         self.counts = {"glimpse": 0, "glimpse_invalid": 0, "summaries": 0, "summary_failures": 0}
 
     def __exit__(self, *exc: object) -> None:
@@ -145,7 +149,13 @@ class Pace(MethodBase):
         self.context_tokens = self.tokens.count(brief.system) + self.tokens.count(self.goal)
 
     def _embed(self, text: str) -> np.ndarray:
-        result = self.encoder.embed([self.tokens.truncate(text, self.config.l_max)])
+        """One text's vector. The encoder computes in this process, so it takes a compute slot as an environment
+        step does (`local_compute`), and its CPU goes to the next memory record (`embedding.cpu_seconds`)."""
+        clipped = self.tokens.truncate(text, self.config.l_max)
+        with local_compute():
+            started = time.process_time()
+            result = self.encoder.embed([clipped])
+            self.encoder_cpu += time.process_time() - started
         self.embedding["calls"] += 1
         self.embedding["input_tokens"] += result.tokens
         return result.vectors[0]
@@ -250,7 +260,8 @@ class Pace(MethodBase):
         if not step.after.done:
             self._add_chunk(step)
         record["embedding"] = {k: self.embedding[k] - self.embedding_reported[k] for k in self.embedding}
-        self.embedding_reported = dict(self.embedding)
+        record["embedding"]["cpu_seconds"] = round(self.encoder_cpu, 4)
+        self.embedding_reported, self.encoder_cpu = dict(self.embedding), 0.0
         return record
 
     def _add_chunk(self, step: Step) -> None:

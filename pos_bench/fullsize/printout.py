@@ -33,6 +33,9 @@ class RunFigures:
     env_played: float | None = None
     """The environments' CPU where the run played (`Episode.env_cpu`, summed); None when a transcript lacks it.
     Above `env` by what sharing the cores cost them (their steps interrupted, their caches cold)."""
+    local: float = 0.0
+    """The CPU of the method's own model where the run played (PACE's encoder, `Episode.local_cpu`): compute
+    the method needs on these cores, as an environment's steps are, so it joins them in the limit."""
 
     @property
     def env_in_cpu(self) -> float:
@@ -41,12 +44,13 @@ class RunFigures:
 
     @property
     def limit(self) -> float:
-        return max(self.service, self.env.seconds / self.cores)
+        return max(self.service, (self.env.seconds + self.local) / self.cores)
 
     @property
     def client_ms_per_call(self) -> float:
-        """The harness's own CPU per model call while the run played: its CPU less the environments'."""
-        return (self.cpu - self.env_in_cpu) / max(self.calls, 1) * 1e3
+        """The harness's own CPU per model call while the run played: its CPU less the environments' and the
+        method's own model's."""
+        return (self.cpu - self.env_in_cpu - self.local) / max(self.calls, 1) * 1e3
 
 
 def run_figures(
@@ -68,6 +72,7 @@ def run_figures(
         env_played=None
         if any(e.env_cpu is None for e in run.episodes)
         else sum(e.env_cpu for e in run.episodes),
+        local=sum(e.local_cpu for e in run.episodes),
     )
 
 
@@ -155,22 +160,31 @@ def header_lines(
 
 
 def run_table(figures: Sequence[RunFigures]) -> list[str]:
+    """One row per run; the `local_s` column (a method's own model computing in the workers) only when a run
+    has one."""
+    local = any(f.local for f in figures)
     head = (
-        f"{'run':<28} {'eps':>5} {'err':>4} {'calls':>7} {'wall_s':>8} {'service_s':>9} {'env_cpu_s':>9} {'env_run_s':>9} "
+        f"{'run':<28} {'eps':>5} {'err':>4} {'calls':>7} {'wall_s':>8} {'service_s':>9} {'env_cpu_s':>9} "
+        f"{'env_run_s':>9} {'local_s'.rjust(8) + ' ' if local else ''}"
         f"{'limit_s':>8} {'wall/limit':>10} {'client_ms/call':>14}"
     )
     rows = [
         f"{f.label:<28} {f.episodes:>5} {f.errors:>4} {f.calls:>7} {f.wall:>8.1f} {f.service:>9.1f} "
-        f"{f.env.seconds:>9.1f} {'-' if f.env_played is None else f'{f.env_played:.1f}':>9} {f.limit:>8.1f} {f.wall / f.limit if f.limit else 0:>10.2f} "
-        f"{f.client_ms_per_call:>14.2f}"
+        f"{f.env.seconds:>9.1f} {'-' if f.env_played is None else f'{f.env_played:.1f}':>9} "
+        f"{f'{f.local:>8.1f} ' if local else ''}"
+        f"{f.limit:>8.1f} {f.wall / f.limit if f.limit else 0:>10.2f} {f.client_ms_per_call:>14.2f}"
         for f in figures
     ]
     cores = figures[0].cores if figures else 1
+    compute = "(env CPU + local) " if local else "env CPU "
     note = (
-        f"(limit = max(service bound, env CPU / {cores} cores); env CPU from "
+        f"(limit = max(service bound, {compute}/ {cores} cores); env CPU from "
         f"{sum(f.env.sampled for f in figures)} episodes replayed alone; env_run = the env CPU where the run "
-        "played, from its transcripts; client = driver and workers' CPU over the run's span less env_run "
-        "(env CPU where it is missing), per call)"
+        "played, from its transcripts; "
+        + ("local = the method's own model's CPU where the run played (PACE's encoder); " if local else "")
+        + "client = driver and workers' CPU over the run's span less env_run (env CPU where it is missing)"
+        + (" and local" if local else "")
+        + ", per call)"
     )
     return [head, *rows, note]
 

@@ -34,6 +34,9 @@ class Episode:
     """The worker's CPU in the environment's reset and steps where the run played (`Reset.cpu_seconds`,
     `Step.cpu_seconds`), less the benchmark roles' calls made inside the steps (ClinDiag's provider); None for
     a transcript that has no such figures."""
+    local_cpu: float = 0.0
+    """The worker's CPU in the method's own model where the run played (PACE's encoder: its memory records'
+    `embedding.cpu_seconds`)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ def read_episode(folder: Path) -> Episode:
     """One episode's calls, actions and times, read line by line from its `events.jsonl`."""
     task, calls, actions, times, cpu, hits = None, [], [], [], [], 0
     env_cpu, in_roles = None, 0.0  # in_roles: benchmark roles' call CPU since the last step
+    local_cpu = 0.0
     for event in events.read(folder / "events.jsonl"):
         if event.time is not None:
             times.append(event.time)
@@ -73,6 +77,9 @@ def read_episode(folder: Path) -> Episode:
             else:
                 calls.append(CallCost(usage.input_tokens, usage.cached_input_tokens, usage.output_tokens))
             cpu.append(event.cpu_seconds or 0.0)
+        elif isinstance(event, events.Memory):
+            embedding = event.record.get("embedding") if isinstance(event.record, Mapping) else None
+            local_cpu += embedding.get("cpu_seconds") or 0.0 if isinstance(embedding, Mapping) else 0.0
         elif isinstance(event, events.Step):
             action = event.action
             actions.append(
@@ -82,7 +89,16 @@ def read_episode(folder: Path) -> Episode:
         raise ValueError(f"{folder / 'events.jsonl'} has no reset event")
     files = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
     return Episode(
-        task, tuple(calls), hits, tuple(actions), min(times), max(times), tuple(cpu), files, env_cpu
+        task,
+        tuple(calls),
+        hits,
+        tuple(actions),
+        min(times),
+        max(times),
+        tuple(cpu),
+        files,
+        env_cpu,
+        local_cpu,
     )
 
 

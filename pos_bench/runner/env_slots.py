@@ -17,11 +17,16 @@ The slots are lock files (`flock`) in one folder per user on the host, so every 
 every run on the host draws from the same ones: two runs side by side share the host's cores as well. On a
 Ray cluster each host has its own folder and, by default, its own core count. Where `fcntl` is missing
 (Windows) there is no limit.
+
+A method that runs a model of its own in the worker (PACE's sentence encoder) computes like an environment
+step, so it takes its turn through the same slots: `local_compute()` holds the gate of the episode being played
+(`playing_under`), none outside an episode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import random
 import tempfile
@@ -96,3 +101,22 @@ def env_gate(setting: int | None, benchmark: Benchmark) -> Gate:
     if count <= 0 or fcntl is None:
         return contextlib.nullcontext
     return EnvSlots(count).held
+
+
+_PLAYING: contextvars.ContextVar[Gate] = contextvars.ContextVar("env_gate", default=contextlib.nullcontext)
+
+
+@contextlib.contextmanager
+def playing_under(gate: Gate) -> Iterator[None]:
+    """While an episode plays: `local_compute()` in this thread holds `gate`."""
+    token = _PLAYING.set(gate)
+    try:
+        yield
+    finally:
+        _PLAYING.reset(token)
+
+
+def local_compute() -> AbstractContextManager[object]:
+    """A slot for a method's own model (an encoder) computing in the worker: the gate of the episode being
+    played, or nothing outside one."""
+    return _PLAYING.get()()

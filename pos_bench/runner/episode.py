@@ -22,7 +22,7 @@ from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
 from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
 from pos_bench.redact import redactor_for
-from pos_bench.runner.env_slots import env_gate
+from pos_bench.runner.env_slots import env_gate, playing_under
 from pos_bench.runner.logs import worker_logs
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
@@ -125,8 +125,9 @@ def play_built(
 ) -> EpisodeResult:
     """Build the env and a fresh method around `model`, and play `task` to its end."""
     env = make_env(benchmark, model, expert=bool(cfg.get("expert", False)))
+    gate = env_gate(cfg["runner"].get("env_slots"), benchmark)
     try:
-        with build(cfg["method"])(model=model) as method:
+        with build(cfg["method"])(model=model) as method, playing_under(gate):
             result = play(
                 task,
                 env,
@@ -138,7 +139,7 @@ def play_built(
                 max_meta_per_turn=cfg["runner"].get("max_meta_per_turn", 3),
                 budget=RetryBudget(**(cfg.get("loop") or {})),
                 tally=tally,
-                env_gate=env_gate(cfg["runner"].get("env_slots"), benchmark),
+                env_gate=gate,
             )
     finally:
         env.close()

@@ -9,6 +9,7 @@ import re
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,27 @@ def test_the_env_cpu_where_an_episode_played_leaves_out_the_benchmark_roles_call
     log.write(events.Score(score={"success": False}))
     log.close()
     assert read_episode(tmp_path).env_cpu == pytest.approx(0.1 + 0.05 - 0.02)
+
+
+def test_a_methods_own_model_cpu_joins_the_limit_and_leaves_the_client_figure(tmp_path):
+    from pos_bench.fullsize.printout import RunFigures
+    from pos_bench.fullsize.record import EnvCost, read_episode
+    from pos_bench.transcript import Transcript
+
+    log = Transcript(tmp_path / "events.jsonl")
+    log.write(events.Reset(task={"id": "game-1"}, cpu_seconds=0.1))
+    log.write(events.Step(turn=0, action="look", cpu_seconds=0.05))
+    log.write(events.Memory(turn=0, record={"embedding": {"calls": 2, "cpu_seconds": 0.25}}))
+    log.write(events.Memory(turn=1, record={"embedding": {"calls": 1}}))  # an older transcript: no figure
+    log.write(events.Memory(turn=2, record="a text record"))
+    log.write(events.Score(score={"success": False}))
+    log.close()
+    assert read_episode(tmp_path).local_cpu == pytest.approx(0.25)
+
+    figures = RunFigures(
+        "alfworld/pace", 1, 0, 10, 0, wall=1.0, cpu=0.5, service=0.05, env=EnvCost(0.15, 1), cores=2
+    )
+    assert figures.limit == pytest.approx(0.075)
+    with_local = replace(figures, local=0.25)
+    assert with_local.limit == pytest.approx((0.15 + 0.25) / 2)
+    assert with_local.client_ms_per_call == pytest.approx((0.5 - 0.15 - 0.25) / 10 * 1e3)

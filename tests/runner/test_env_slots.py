@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores
+from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores, local_compute, playing_under
 from pos_bench.runner.preflight import RunnerConfig
 
 
@@ -82,3 +82,27 @@ def test_alfworld_says_its_steps_compute() -> None:
 def test_a_negative_setting_is_refused() -> None:
     with pytest.raises(ValueError, match="runner.env_slots must be ≥ 0"):
         RunnerConfig(env_slots=-1)
+
+
+def test_local_compute_holds_the_gate_of_the_episode_being_played_and_none_outside_one() -> None:
+    taken = []
+
+    @contextlib.contextmanager
+    def gate():
+        taken.append(threading.get_ident())
+        yield
+
+    with local_compute():
+        pass
+    assert taken == []
+    with playing_under(gate):
+        with local_compute():
+            pass
+        other = threading.Thread(
+            target=lambda: local_compute().__enter__()
+        )  # another thread: not this episode
+        other.start()
+        other.join()
+    with local_compute():
+        pass
+    assert taken == [threading.get_ident()]

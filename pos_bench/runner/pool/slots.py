@@ -44,11 +44,17 @@ def _worker_start() -> None:
     from an earlier run meets a new method. Measured: on a sweep of toy raw, acon and pace, one of the two
     workers was replaced during the pace run. A real leak shows in the full-size check's worker RSS over time
     (`pos_bench.fullsize`), where it is to be found and fixed (ALFWorld's planner library was one); replacing
-    the worker hides it. So the check is off (loky then only collects garbage between tasks)."""
+    the worker hides it. So the check is off.
+
+    Without it, loky forces a full garbage collection after every task that ends more than a second after the
+    last one: on an ALFWorld worker, whose heap holds the engine's grammar and the SDKs, 25-30 ms per episode
+    alone and more among 16 workers, while Python's own collector runs anyway. So that collection is off too
+    (loky's delay between two of them made endless; it still collects once, after the first task)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from joblib.externals.loky import process_executor
 
-    process_executor._USE_PSUTIL = False  # loky has no public switch for it
+    process_executor._USE_PSUTIL = False  # loky has no public switch for either
+    process_executor._MEMORY_LEAK_CHECK_DELAY = float("inf")
 
 
 def surroundings() -> tuple:

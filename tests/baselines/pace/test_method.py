@@ -1,4 +1,6 @@
+import contextlib
 import json
+import time
 
 import numpy as np
 import pytest
@@ -8,6 +10,7 @@ from baselines.pace.method import Pace, granularity, pressure, relative_weights,
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
+from pos_bench.runner.env_slots import playing_under
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Brief, Decision, Observation, Step, ToolCall
 
@@ -147,3 +150,41 @@ def test_each_action_of_a_multi_action_turn_is_its_own_chunk():
         result = play(TASK, BENCH.make_env(model), method, model, brief=brief, max_turns=2, log=log)
     assert result.steps == 6 and result.report["chunks"] == 6
     assert model.usage["summarizer"].calls == 6 and model.usage["agent"].calls == 2
+
+
+class SlowEncoder(HashingEncoder):
+    """Spends measurable CPU per text, and notes whether it ran inside a compute slot."""
+
+    def __init__(self, inside):
+        super().__init__()
+        self.inside, self.seen = inside, []
+
+    def embed(self, texts):
+        self.seen.append(self.inside[0])
+        deadline = time.process_time() + 0.01
+        while time.process_time() < deadline:
+            pass
+        return super().embed(texts)
+
+
+def test_the_encoder_computes_inside_the_episodes_compute_slot_and_its_cpu_is_recorded():
+    inside = [False]
+
+    @contextlib.contextmanager
+    def gate():
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    log = Transcript()
+    model = Recorded(ScriptedModel({"agent": [act("look")] * 4, "summarizer": [SUMMARY]}), log)
+    encoder = SlowEncoder(inside)
+    with Pace(model, encoder=encoder, tokenizer="chars4") as method, playing_under(gate):
+        play(TASK, BENCH.make_env(model), method, model, brief=BENCH.brief, max_turns=4, log=log)
+    assert encoder.seen and all(encoder.seen)
+    spent = [e["record"]["embedding"]["cpu_seconds"] for e in log.of_kind("memory")]
+    assert sum(spent) >= 0.01 * len(encoder.seen) - 1e-3
+    records = [e["record"] for e in log.of_kind("memory")]
+    assert all(s >= 0.01 * r["embedding"]["calls"] - 1e-3 for s, r in zip(spent, records))
