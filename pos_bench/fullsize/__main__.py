@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import os
 import shlex
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -79,8 +80,14 @@ def compiled_from_source() -> str | None:
     )
 
 
+def stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM unwinds as Ctrl-C does, so the stand-in and the sweep are stopped rather than left running."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments().parse_args(argv)
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     warning = compiled_from_source()
     if warning:
         print(warning, file=sys.stderr)

@@ -193,7 +193,7 @@ def pace_lines(played: Played, figures: Sequence[RunFigures], episodes: Sequence
     limit = sum(f.limit for f in figures)
     wall = sum(f.wall for f in figures)
     calls = sum(f.calls for f in figures)
-    harness = sum(f.cpu - f.env_in_cpu for f in figures)
+    harness = sum(f.cpu - f.env_in_cpu - f.local for f in figures)
     in_calls = [cpu for e in episodes for cpu in e.in_call_cpu]
     inside = (
         f"median {statistics.median(in_calls) * 1e3:.2f} ms, mean {statistics.fmean(in_calls) * 1e3:.2f} ms"

@@ -82,8 +82,13 @@ def play(overrides: Sequence[str], interval: float) -> Played:
     command = [sys.executable, "-m", "pos_bench", "-m", *overrides]
     with tempfile.TemporaryFile("w+") as out:
         child = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, text=True)
-        with Sampler(child.pid, interval) as sampler:
-            code = child.wait()
+        try:
+            with Sampler(child.pid, interval) as sampler:
+                code = child.wait()
+        except BaseException:  # stopped (Ctrl-C, SIGTERM): the sweep stops its workers and keeps its rows
+            child.terminate()
+            child.wait(timeout=120)
+            raise
         out.seek(0)
         output = out.read()
     wall = time.perf_counter() - started

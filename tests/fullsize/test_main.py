@@ -198,3 +198,52 @@ def test_a_methods_own_model_cpu_joins_the_limit_and_leaves_the_client_figure(tm
     with_local = replace(figures, local=0.25)
     assert with_local.limit == pytest.approx((0.15 + 0.25) / 2)
     assert with_local.client_ms_per_call == pytest.approx((0.5 - 0.15 - 0.25) / 10 * 1e3)
+
+
+def test_sigterm_stops_the_stand_in_and_the_sweep_it_started(tmp_path):
+    import os
+    import signal
+    import time
+
+    command = [
+        sys.executable,
+        "scripts/bench_fullsize.py",
+        "bench=toy",
+        "method=raw",
+        "bench.limit=4",
+        "bench.max_turns=50",
+        "--jobs=2",
+        "--backend=threading",
+        "--standin=--tokens-per-s 20",
+        f"--results={tmp_path}",
+    ]
+    child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("toy/raw/*/*/episodes/*/events.jsonl")):
+        time.sleep(0.2)
+    assert child.poll() is None, child.communicate()[1][-2000:]
+    family = descendants(child.pid)
+    assert len(family) >= 2  # the stand-in and the sweep
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=180) == 128 + signal.SIGTERM
+    time.sleep(1)
+    left = [pid for pid in family if os.path.exists(f"/proc/{pid}") and "zombie" not in state(pid)]
+    assert left == [], [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").iterdir():
+            kids = [int(k) for k in (task / "children").read_text().split()]
+            found += kids
+            todo += kids
+    return found
+
+
+def state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
