@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, Self, runtime_checkable
 
 from pos_bench.events import Event
@@ -98,6 +101,28 @@ class ComputeBoundBenchmark(Benchmark, Protocol):
     the runner lets at most as many of their steps run at once as the host has cores (`runner/env_slots.py`)."""
 
     compute_bound: bool
+
+
+Gate = Callable[[], AbstractContextManager[object]]
+"""A compute slot, held while an environment steps (`loop.play`'s `env_gate`; `runner/env_slots.py`)."""
+
+_PLAYING: contextvars.ContextVar[Gate] = contextvars.ContextVar("env_gate", default=contextlib.nullcontext)
+
+
+@contextlib.contextmanager
+def playing_under(gate: Gate) -> Iterator[None]:
+    """While an episode plays (the runner sets it): `local_compute()` in this thread holds `gate`."""
+    token = _PLAYING.set(gate)
+    try:
+        yield
+    finally:
+        _PLAYING.reset(token)
+
+
+def local_compute() -> AbstractContextManager[object]:
+    """What a method holds while a model of its own computes in the worker (PACE's encoder): a slot of the
+    episode's gate, as an environment step takes, or nothing outside an episode."""
+    return _PLAYING.get()()
 
 
 @runtime_checkable

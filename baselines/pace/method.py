@@ -23,8 +23,7 @@ from baselines.meta_actions import MetaOffer, memory_prompt, meta_ids
 from baselines.pace.encoder import Encoder, MiniLMEncoder
 from baselines.tokens import ENCODINGS, TokenCounter
 from pos_bench.prompting import example_section, render_observation
-from pos_bench.protocols import MethodBase, Model
-from pos_bench.runner.env_slots import local_compute
+from pos_bench.protocols import MethodBase, Model, local_compute
 from pos_bench.structured import StructuredFailure, ask
 from pos_bench.types import Brief, Message, Observation, Prompt, Step, Task, action_json
 

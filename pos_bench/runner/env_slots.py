@@ -19,30 +19,25 @@ Ray cluster each host has its own folder and, by default, its own core count. Wh
 (Windows) there is no limit.
 
 A method that runs a model of its own in the worker (PACE's sentence encoder) computes like an environment
-step, so it takes its turn through the same slots: `local_compute()` holds the gate of the episode being played
-(`playing_under`), none outside an episode.
+step, so it takes its turn through the same slots: `protocols.local_compute()` holds the gate of the episode
+being played (`protocols.playing_under`), none outside an episode.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
 import random
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 
-from pos_bench.protocols import Benchmark, ComputeBoundBenchmark
+from pos_bench.protocols import Benchmark, ComputeBoundBenchmark, Gate
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-
-Gate = Callable[[], AbstractContextManager[object]]
-"""Held around each environment reset and step (`loop.play`'s `env_gate`)."""
 
 
 def host_cores() -> int:
@@ -101,22 +96,3 @@ def env_gate(setting: int | None, benchmark: Benchmark) -> Gate:
     if count <= 0 or fcntl is None:
         return contextlib.nullcontext
     return EnvSlots(count).held
-
-
-_PLAYING: contextvars.ContextVar[Gate] = contextvars.ContextVar("env_gate", default=contextlib.nullcontext)
-
-
-@contextlib.contextmanager
-def playing_under(gate: Gate) -> Iterator[None]:
-    """While an episode plays: `local_compute()` in this thread holds `gate`."""
-    token = _PLAYING.set(gate)
-    try:
-        yield
-    finally:
-        _PLAYING.reset(token)
-
-
-def local_compute() -> AbstractContextManager[object]:
-    """A slot for a method's own model (an encoder) computing in the worker: the gate of the episode being
-    played, or nothing outside one."""
-    return _PLAYING.get()()

@@ -20,9 +20,9 @@ from pos_bench.build import build
 from pos_bench.loop import RetryBudget, Tally, play
 from pos_bench.models.kept import RESPONSES
 from pos_bench.models.roles import build_model
-from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model
+from pos_bench.protocols import Benchmark, Env, ExpertBenchmark, Model, playing_under
 from pos_bench.redact import redactor_for
-from pos_bench.runner.env_slots import env_gate, playing_under
+from pos_bench.runner.env_slots import env_gate
 from pos_bench.runner.logs import worker_logs
 from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pos_bench.benchmarks.toy import ToyBenchmark
-from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores, local_compute, playing_under
+from pos_bench.protocols import local_compute, playing_under
+from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores
 from pos_bench.runner.preflight import RunnerConfig
 
 

@@ -10,7 +10,7 @@ from baselines.pace.method import Pace, granularity, pressure, relative_weights,
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.loop import play
 from pos_bench.models.scripted import ScriptedModel
-from pos_bench.runner.env_slots import playing_under
+from pos_bench.protocols import playing_under
 from pos_bench.transcript import Recorded, Transcript
 from pos_bench.types import Brief, Decision, Observation, Step, ToolCall
 
