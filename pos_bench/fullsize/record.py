@@ -79,7 +79,8 @@ def read_episode(folder: Path) -> Episode:
             cpu.append(event.cpu_seconds or 0.0)
         elif isinstance(event, events.Memory):
             embedding = event.record.get("embedding") if isinstance(event.record, Mapping) else None
-            local_cpu += embedding.get("cpu_seconds") or 0.0 if isinstance(embedding, Mapping) else 0.0
+            if isinstance(embedding, Mapping):
+                local_cpu += embedding.get("cpu_seconds") or 0.0
         elif isinstance(event, events.Step):
             action = event.action
             actions.append(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench import events
+from pos_bench.fullsize.processes import alive, descendants
 from pos_bench.standin.service import CallCost, ServiceModel, service_bound
 from tests.conftest import REPO
 
@@ -201,7 +202,6 @@ def test_a_methods_own_model_cpu_joins_the_limit_and_leaves_the_client_figure(tm
 
 
 def test_sigterm_stops_the_stand_in_and_the_sweep_it_started(tmp_path):
-    import os
     import signal
     import time
 
@@ -227,23 +227,4 @@ def test_sigterm_stops_the_stand_in_and_the_sweep_it_started(tmp_path):
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=180) == 128 + signal.SIGTERM
     time.sleep(1)
-    left = [pid for pid in family if os.path.exists(f"/proc/{pid}") and "zombie" not in state(pid)]
-    assert left == [], [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
-
-
-def descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").iterdir():
-            kids = [int(k) for k in (task / "children").read_text().split()]
-            found += kids
-            todo += kids
-    return found
-
-
-def state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
-    except (OSError, IndexError):
-        return "zombie"
+    assert alive(set(family)) == []
