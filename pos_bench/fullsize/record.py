@@ -3,6 +3,7 @@ endpoint served, the actions, the span, the files; and the environments' CPU, by
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -127,26 +128,33 @@ class EnvCost:
 
 
 def env_cpu(run: Run, sample: int) -> EnvCost:
-    """Play the recorded actions of up to `sample` episodes again on fresh environments, in this process."""
+    """Play the recorded actions of up to `sample` episodes again on fresh environments, in this process, with
+    the heap settled before each as a worker settles it (`settle_heap`), so the environments' CPU is counted
+    under the garbage collection a run's episodes meet."""
     from pos_bench.build import build
     from pos_bench.models.scripted import ScriptedModel, schema_reply
+    from pos_bench.runner.episode import settle_heap
 
     benchmark = build(run.config["bench"])
     model = ScriptedModel(default=schema_reply)  # an environment that asks a model (ClinDiag's provider)
     chosen = run.episodes[:: max(len(run.episodes) // max(sample, 1), 1)][:sample]
     resets, steps, stepped = 0.0, 0.0, 0
-    for episode in chosen:
-        started = time.process_time()
-        env = benchmark.make_env(model)
-        env.reset(episode.task)
-        middle = time.process_time()
-        for action in episode.actions:
-            env.step(action)
-        env.score()
-        env.close()
-        resets += middle - started
-        steps += time.process_time() - middle
-        stepped += len(episode.actions)
+    try:
+        for episode in chosen:
+            settle_heap()
+            started = time.process_time()
+            env = benchmark.make_env(model)
+            env.reset(episode.task)
+            middle = time.process_time()
+            for action in episode.actions:
+                env.step(action)
+            env.score()
+            env.close()
+            resets += middle - started
+            steps += time.process_time() - middle
+            stepped += len(episode.actions)
+    finally:
+        gc.unfreeze()  # this process goes on to build the tables
     if not chosen:
         return EnvCost(0.0, 0)
     all_steps = sum(len(e.actions) for e in run.episodes)

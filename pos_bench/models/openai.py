@@ -30,6 +30,7 @@ from pos_bench.models.schema_bounds import (
 from pos_bench.types import Prompt, Reply, Usage
 
 ResponseMode = Literal["json_schema", "json_object", "none"]
+StreamMode = bool | Literal["auto"]
 
 RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
 """The SDK's request option for a reply it hands back unread (what its `with_streaming_response` sets)."""
@@ -57,7 +58,7 @@ class OpenAIModel(RemoteModel):
         tokens_per_minute: int | None = None,
         revision: str | None = None,
         max_reply_bytes: int = MAX_REPLY_BYTES,
-        stream: bool = False,
+        stream: StreamMode = False,
         min_tokens_per_s: float = MIN_TOKENS_PER_S,
         reply_limits: Mapping[str, ReplyLimits | Mapping[str, int]] | None = None,
         smoke: bool = False,
@@ -76,6 +77,8 @@ class OpenAIModel(RemoteModel):
                 only know `max_tokens`.
             stream: read the reply as server-sent events as it is written; `timeout` then bounds each
                 silence (before the first chunk, between two), so a slow server that keeps writing finishes.
+                `auto` streams a request only when its longest reply, written at `min_tokens_per_s`, would take
+                longer than `timeout` (`streams`); a shorter one is read whole, which costs the client less CPU.
             min_tokens_per_s: the slowest decode waited for; a call's overall deadline is
                 `timeout + max_tokens / min_tokens_per_s` (streamed or not).
             reply_limits: role, reply type (a schema's title) or `default` → caps (`max_tokens`, `items`,
@@ -106,6 +109,8 @@ class OpenAIModel(RemoteModel):
         self.strict_schema = strict_schema
         self.extra_body = dict(extra_body or {})
         self.token_limit_field = token_limit_field
+        if stream not in (True, False, "auto"):
+            raise ValueError(f"model.stream must be true, false or auto, got {stream!r}")
         self.stream = stream
         self.reply_limits = reply_limits_of(reply_limits)
         self.smoke = smoke
@@ -118,6 +123,17 @@ class OpenAIModel(RemoteModel):
 
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         return super().generate(limited_prompt(prompt, self.reply_limits, role, self.max_tokens), role=role)
+
+    def streams(self, max_tokens: int | None) -> bool:
+        """Whether a request for up to `max_tokens` tokens is streamed. Under `auto`, only when writing them at
+        the slowest speed waited for takes longer than `timeout`: a reply read whole is waited for up to its
+        overall deadline, `timeout + max_tokens / min_tokens_per_s`, so a dead server is seen after at most twice
+        `timeout` for a shorter one, and after many times `timeout` for a longer one, which streaming cuts to
+        `timeout` of silence. Reading a reply whole costs about 0.6 ms less client CPU per call
+        (docs/fullsize.md, "Slow servers")."""
+        if self.stream == "auto":
+            return self.reply_seconds(max_tokens) > self.timeout
+        return self.stream
 
     def sampling(self) -> Mapping[str, Any]:
         return {
@@ -151,7 +167,8 @@ class OpenAIModel(RemoteModel):
         if response_format is not None:
             body["response_format"] = response_format
         body.update(self.extra_body)
-        if self.stream:
+        stream = self.streams(prompt.max_tokens)
+        if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         # The body goes out as built, through the SDK client's own `post` (its auth, base URL, error classes):
@@ -164,7 +181,7 @@ class OpenAIModel(RemoteModel):
         # `timeout` (the client's) and the whole by the overall deadline (`RemoteModel.generate`).
         import httpx2  # the SDK's HTTP library, loaded with it
 
-        seconds = self.timeout if self.stream else self.call_seconds(prompt.max_tokens)
+        seconds = self.timeout if stream else self.call_seconds(prompt.max_tokens)
         response = client.post(
             "/chat/completions",
             cast_to=httpx2.Response,
@@ -172,7 +189,7 @@ class OpenAIModel(RemoteModel):
             options={"headers": {RAW_STREAM_HEADER: "stream"}, "timeout": seconds},
         )
         try:
-            if not self.stream:
+            if not stream:
                 return completion_reply(json.loads(response.read()))
             return completion_reply(assembled(server_events(response.iter_lines())))
         finally:

@@ -75,6 +75,8 @@ class Stats:
 
     requests: int = 0
     answered: int = 0
+    streamed: int = 0
+    """Of the answered requests, those sent as server-sent events (`stream: true`)."""
     refused_429: int = 0
     failed_5xx: int = 0
     client_gone: int = 0
@@ -114,7 +116,7 @@ class StandinServer:
         self._keys = itertools.count()
         self._events: dict[int, tuple[threading.Event, threading.Event]] = {}
         self._counts: dict[str, int] = dict.fromkeys(
-            ("requests", "answered", "refused_429", "failed_5xx", "client_gone", "max_in_flight",
+            ("requests", "answered", "streamed", "refused_429", "failed_5xx", "client_gone", "max_in_flight",
              "prompt_tokens", "cached_tokens", "output_tokens"), 0
         )  # fmt: skip
         self._lock = threading.Condition()
@@ -241,13 +243,14 @@ class StandinServer:
             self._signal(self._clock.advance(self._now()))
             return self._clock.progress(answer.key).produced
 
-    def release(self, answer: Answer, *, sent: bool) -> None:
-        """The request is over: answered (`sent`), or its client left before that."""
+    def release(self, answer: Answer, *, sent: bool, streamed: bool = False) -> None:
+        """The request is over: answered (`sent`, as a stream or whole), or its client left before that."""
         with self._lock:
             self._clock.release(answer.key)
             del self._events[answer.key]
             if sent:
                 self._counts["answered"] += 1
+                self._counts["streamed"] += streamed
                 self._counts["prompt_tokens"] += answer.prompt_tokens
                 self._counts["cached_tokens"] += answer.cached_tokens
                 self._counts["output_tokens"] += answer.output_tokens
@@ -310,7 +313,7 @@ def _handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (its timeout); the request is dropped as a server drops it
             finally:
-                server.release(answer, sent=sent)
+                server.release(answer, sent=sent, streamed=bool(request.get("stream")))
 
         def stream(self, request: Mapping[str, Any], answer: Answer) -> None:
             server.wait_first_token(answer)

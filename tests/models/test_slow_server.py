@@ -197,3 +197,24 @@ def test_calls_of_one_thread_share_one_connection_streamed_or_whole(monkeypatch,
     assert {json.loads(r.text)["action"] for r in replies} == {"open door"}
     assert all(r.usage.output_tokens >= 40 for r in replies)
     assert len(opened) == 1, f"{len(opened)} connections for 4 calls"
+
+
+def test_auto_streams_only_a_reply_that_may_outlast_the_timeout(slow):
+    """`stream: auto`: a reply that at `min_tokens_per_s` may take longer than `timeout` is streamed, and finishes
+    though it takes longer than `timeout`; a shorter one is read whole."""
+    prompt = policy()
+    before = slow.stats()
+    reply = model(slow, stream="auto").generate(Prompt(prompt.messages, schema=prompt.schema, max_tokens=60))
+    after = slow.stats()
+    assert json.loads(reply.text)["action"] == "open door"  # 60 tokens at 5/s: 12 s, more than 1 s
+    assert (after.answered - before.answered, after.streamed - before.streamed) == (1, 1)
+    fast = ServiceModel(tokens_per_s=1000.0, batch_tokens_per_s=4000.0, first_token_s=0.0)
+    with StandinServer(Settings(service=fast, reply_tokens=40, chunk_seconds=0.01)) as server:
+        short = model(server, stream="auto", min_tokens_per_s=100.0)  # 60 tokens at 100/s: 0.6 s, within 1 s
+        short.generate(Prompt(prompt.messages, schema=prompt.schema, max_tokens=60))
+        assert (server.stats().answered, server.stats().streamed) == (1, 0)
+
+
+def test_stream_is_true_false_or_auto():
+    with pytest.raises(ValueError, match="model.stream must be true, false or auto"):
+        OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, stream="sometimes")
