@@ -40,7 +40,8 @@ def test_a_worker_episode_starts_settled_and_a_thread_episode_does_not(tmp_path)
         result = run_episode(cfg, task, tmp_path, driver_pid=os.getpid())  # a thread of the driver
         assert result.status == "done"
         assert gc.get_freeze_count() == 0
-        loky_worker = {"parent_pid": os.getpid(), "driver_pid": os.getpid()}  # as the runner calls a loky worker
+        # as the runner calls a loky worker
+        loky_worker = {"parent_pid": os.getpid(), "driver_pid": os.getpid()}
         result = run_episode(cfg, task, tmp_path, **loky_worker)
         assert result.status == "done"
         assert gc.get_freeze_count() > 0
