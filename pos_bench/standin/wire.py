@@ -69,6 +69,7 @@ def chunk(
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": body.get("model", ""),
+        "system_fingerprint": SERVED_BY,  # on every chunk, as OpenAI and vLLM send it
         "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}],
     }
 

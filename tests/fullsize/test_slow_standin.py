@@ -35,6 +35,7 @@ def test_pos_on_toy_plays_its_turn_budget_against_a_15_tokens_per_s_server(tmp_p
     assert (row["status"], row["turns"], row["steps"]) == ("done", TURNS, TURNS), row
     calls = sum(role["calls"] for role in row["usage"].values())
     assert stats.answered == stats.requests == calls >= 2 * TURNS  # nothing timed out and was sent again
+    assert stats.streamed == calls  # model=vllm streams (`auto`) every reply that may outlast a 1 s timeout
     assert (
         stats.output_tokens >= calls * 10 and REPLY_TOKENS / SPEED > TIMEOUT
     )  # replies outlasted the timeout

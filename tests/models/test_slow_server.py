@@ -211,8 +211,9 @@ def test_auto_streams_only_a_reply_that_may_outlast_the_timeout(slow):
     fast = ServiceModel(tokens_per_s=1000.0, batch_tokens_per_s=4000.0, first_token_s=0.0)
     with StandinServer(Settings(service=fast, reply_tokens=40, chunk_seconds=0.01)) as server:
         short = model(server, stream="auto", min_tokens_per_s=100.0)  # 60 tokens at 100/s: 0.6 s, within 1 s
-        short.generate(Prompt(prompt.messages, schema=prompt.schema, max_tokens=60))
+        whole = short.generate(Prompt(prompt.messages, schema=prompt.schema, max_tokens=60))
         assert (server.stats().answered, server.stats().streamed) == (1, 0)
+    assert reply.served == whole.served == "standin pos_bench-standin"  # a run mixing both sees one revision
 
 
 def test_stream_is_true_false_or_auto():
