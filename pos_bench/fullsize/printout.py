@@ -151,7 +151,7 @@ def header_lines(
             f"{model.prefill_tokens_per_s:g} tok/s, first token {model.first_token_s:g} s, batch ≤ {model.max_batch}"
         ),
         (
-            f"stand-in served {stats['answered']:,} of {stats['requests']:,} requests ({stats.get('streamed', 0):,} "
+            f"stand-in served {stats['answered']:,} of {stats['requests']:,} requests ({stats['streamed']:,} "
             f"streamed; {stats['refused_429']} × 429, "
             f"{stats['failed_5xx']} × 500, {stats['client_gone']} left by their client), at most "
             f"{stats['max_in_flight']} in flight, {cached:.0%} of prompt tokens cached; its own CPU "
