@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pos_bench.prompting import decision_model, policy_prompt
+from pos_bench.prompting import decision_schema, policy_prompt
 from pos_bench.types import Action, Brief, Observation, Prompt, ToolCall
 
 
@@ -56,16 +56,14 @@ def memory_prompt(
     names = tuple(o.name for o in offers)
     if obs.tools:
         shown = dataclasses.replace(obs, tools=(*obs.tools, *(o.tool() for o in offers)))
-        schema = decision_model(
-            shown, extra_fields=extra_fields, max_actions=brief.max_actions_per_turn
-        ).model_json_schema()
+        schema = decision_schema(shown, extra_fields=extra_fields, max_actions=brief.max_actions_per_turn)
         listed = names
     else:
         shown = obs
         listed = tuple(c for o in offers for c in o.commands)
-        schema = decision_model(
+        schema = decision_schema(
             obs, extra_fields=extra_fields, meta_actions=listed, max_actions=brief.max_actions_per_turn
-        ).model_json_schema()
+        )
     prompt = policy_prompt(
         brief,
         shown,

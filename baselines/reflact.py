@@ -12,7 +12,7 @@ from typing import Any
 
 from baselines.alfworld_examples import Episode, examples_for, to_2_1_2, uses_2_1_2
 from baselines.raw import RawHistory
-from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
+from pos_bench.prompting import decision_schema, example_section, policy_prompt, render_observation
 from pos_bench.protocols import Model
 from pos_bench.types import Brief, Observation, Prompt, Step, Task
 
@@ -66,7 +66,7 @@ class ReflAct(RawHistory):
             self.previous_steps(),  # before the observation: it only grows, so the prefix cache keeps it
             f"Current observation:\n{render_observation(obs)}",
         ]
-        schema = decision_model(obs, thought_key="reflection").model_json_schema()
+        schema = decision_schema(obs, thought_key="reflection")
         return policy_prompt(
             self.brief,
             obs,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from baselines.alfworld_examples import Episode, examples_for, states, to_2_1_2, uses_2_1_2
-from pos_bench.prompting import decision_model, example_section, policy_prompt, render_observation
+from pos_bench.prompting import decision_schema, example_section, policy_prompt, render_observation
 from pos_bench.protocols import MethodBase, Model
 from pos_bench.truth import AGENT, Claim
 from pos_bench.types import Brief, Decision, Observation, Prompt, Step, Task
@@ -92,7 +92,7 @@ class StateAct(MethodBase):
             "current_inventory": (str, ...),
             "thought": (str, ...),
         }
-        return decision_model(obs, extra_fields=extra, thought_key="goal").model_json_schema()
+        return decision_schema(obs, extra_fields=extra, thought_key="goal")
 
     def prompt(self, obs: Observation) -> Prompt | Decision:
         if self.stopped_at is not None:

@@ -165,35 +165,51 @@ def decision_model(
 
 
 def decision_schema(
-    obs: Observation, *, meta_actions: Sequence[str] = (), max_actions: int = 1, **kwargs: Any
+    obs: Observation,
+    *,
+    meta_actions: Sequence[str] = (),
+    max_actions: int = 1,
+    extra_fields: Mapping[str, tuple[Any, Any]] | None = None,
+    thought_key: str = "thought",
 ) -> dict[str, Any]:
-    """The JSON schema of `decision_model`; the plain reply shape is built once per action set (it is the
-    same dict on every call, so treat it as read-only)."""
-    if kwargs:
+    """The JSON schema of `decision_model`, built once per reply shape (the same dict on every call, so treat
+    it as read-only). A shape whose extra fields cannot be a cache key (an unhashable default) is built anew."""
+    shape = (max_actions, thought_key, tuple((extra_fields or {}).items()))
+    try:
+        hash(shape)
+    except TypeError:
         return decision_model(
-            obs, meta_actions=meta_actions, max_actions=max_actions, **kwargs
+            obs,
+            extra_fields=extra_fields,
+            meta_actions=meta_actions,
+            max_actions=max_actions,
+            thought_key=thought_key,
         ).model_json_schema()
-    return _schema_from_template(*_choices(obs, meta_actions), max_actions)
+    return _schema_from_template(*_choices(obs, meta_actions), shape)
+
+
+Shape = tuple[int, str, tuple[tuple[str, tuple[Any, Any]], ...]]
+"""What fixes a reply's schema besides its action list: max actions, the thought key, the extra fields."""
 
 
 @functools.lru_cache(maxsize=512)
-def _schema_from_template(kind: str, choices: tuple[str, ...], max_actions: int) -> dict[str, Any]:
+def _schema_from_template(kind: str, choices: tuple[str, ...], shape: Shape) -> dict[str, Any]:
     """Benchmarks such as ALFWorld offer a new action list at almost every step, and pydantic needs ~1.5 ms
     to build a model and its schema: the schema is built once per shape, with two stand-in names, and
     each action list is put in their place (a test checks it equals pydantic's own). Saves ~1.2 ms of CPU per
     policy prompt (0.02 vs 1.26 ms under load, `scripts/bench_shortcuts.py`)."""
     if len(choices) >= 2 and all(isinstance(c, str) for c in choices):
-        return _with_choices(_schema_template(kind, max_actions), list(choices))
-    return _schema_of(kind, choices, max_actions)
+        return _with_choices(_schema_template(kind, shape), list(choices))
+    return _schema_of(kind, choices, shape)
 
 
 _STAND_INS = ("\x00first-name", "\x00second-name")
 """Action names no benchmark offers: where they stand in a schema, the action list goes."""
 
 
-@functools.lru_cache(maxsize=16)
-def _schema_template(kind: str, max_actions: int) -> dict[str, Any]:
-    return _schema_of(kind, _STAND_INS, max_actions)
+@functools.lru_cache(maxsize=64)
+def _schema_template(kind: str, shape: Shape) -> dict[str, Any]:
+    return _schema_of(kind, _STAND_INS, shape)
 
 
 def _with_choices(node: Any, choices: list[str]) -> Any:
@@ -204,13 +220,15 @@ def _with_choices(node: Any, choices: list[str]) -> Any:
     return node
 
 
-def _schema_of(kind: str, choices: tuple[str, ...], max_actions: int) -> dict[str, Any]:
+def _schema_of(kind: str, choices: tuple[str, ...], shape: Shape) -> dict[str, Any]:
+    max_actions, thought_key, extra = shape
     if kind == "tool":
         tools = tuple({"type": "function", "function": {"name": n}} for n in choices) or ({},)
         obs = Observation(text="", tools=tools)
     else:
         obs = Observation(text="", actions=choices)
-    return decision_model(obs, max_actions=max_actions).model_json_schema()
+    model = decision_model(obs, extra_fields=dict(extra), max_actions=max_actions, thought_key=thought_key)
+    return model.model_json_schema()
 
 
 def policy_prompt(

@@ -3,7 +3,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from pos_bench.prompting import (
     decision_model,
@@ -65,19 +65,43 @@ def test_render_tools_lists_schemas():
 names = st.lists(st.text(min_size=1, max_size=30), min_size=0, max_size=12, unique=True)
 
 
-@settings(max_examples=150, deadline=None)
+EXTRA_FIELDS = {
+    "none": None,
+    "optional subgoal": {"subgoal": (str | None, None)},
+    "required subgoal": {"subgoal": (str, ...)},
+    "state": {"locations_visited": (list[str], ...), "thought": (str, ...)},
+    "unhashable default": {
+        "notes": (list[str], Field(default_factory=list, json_schema_extra={"maxItems": 3}))
+    },
+}
+
+
+@settings(max_examples=200, deadline=None)
 @given(
     names=names,
     meta=st.lists(st.sampled_from(["glimpse", "retrieve 1", "look"]), unique=True),
     tools=st.booleans(),
     max_actions=st.sampled_from([1, 3]),
+    extra=st.sampled_from(sorted(EXTRA_FIELDS)),
+    thought_key=st.sampled_from(["thought", "goal"]),
 )
-def test_decision_schema_is_pydantics_own_for_every_action_list(names, meta, tools, max_actions):
+def test_decision_schema_is_pydantics_own_for_every_action_list(
+    names, meta, tools, max_actions, extra, thought_key
+):
     if tools:
         obs = Observation(text="", tools=tuple({"type": "function", "function": {"name": n}} for n in names))
     else:
         obs = Observation(text="", actions=tuple(names))
-    built = decision_schema(obs, meta_actions=meta, max_actions=max_actions)
-    expected = decision_model(obs, meta_actions=meta, max_actions=max_actions).model_json_schema()
+    fields = EXTRA_FIELDS[extra]
+    if fields and thought_key in fields:
+        thought_key = "goal"
+    options = {
+        "meta_actions": meta,
+        "max_actions": max_actions,
+        "extra_fields": fields,
+        "thought_key": thought_key,
+    }
+    built = decision_schema(obs, **options)
+    expected = decision_model(obs, **options).model_json_schema()
     assert built == expected
     assert json.dumps(built) == json.dumps(expected)  # the same text too: key order is part of a request
