@@ -176,7 +176,8 @@ class Step(Event):
     observation: Any = None
     cpu_seconds: float | None = field(default=None, metadata=OMIT_NONE)
     """This process's CPU time in the environment's step (all its threads, as `Call.cpu_seconds`), model calls
-    the environment made included (ClinDiag's provider): what the environment cost where the run played."""
+    the environment made and its truth read after the step (`loop.read_truth`) included (ClinDiag's provider):
+    what the environment cost where the run played."""
 
 
 @dataclass(frozen=True)

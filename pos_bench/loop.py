@@ -183,6 +183,7 @@ def play(
     with env_gate():
         cpu = time.process_time()
         obs = env.reset(task)
+        world = read_truth(env)
         cpu = round(time.process_time() - cpu, 4)
     shown = to_jsonable(task)
     if not task.trial:
@@ -190,7 +191,7 @@ def play(
     log.write(events.Reset(task=shown, observation=obs, cpu_seconds=cpu))
     method.start(task, brief, obs)
     tally = Tally() if tally is None else tally
-    record_truth(env, -1, tally, log)
+    record_truth(world, -1, tally, log)
     record_claims(method, -1, tally, log)
     while tally.turn < max_turns and not obs.done:
         last_turn = tally.turn == max_turns - 1
@@ -220,12 +221,15 @@ def with_final_note(obs: Observation, brief: Brief) -> Observation:
     return obs
 
 
-def record_truth(env: Env, step: int, tally: Tally, log: Transcript) -> None:
-    """The environment's truth after `step` (-1: the reset) as a transcript event, when it knows it and its
-    benchmark's `truth` setting left it on (issue 28)."""
-    if not isinstance(env, TruthfulEnv):
-        return
-    world = env.truth()
+def read_truth(env: Env) -> WorldTruth | None:
+    """The environment's truth now, when it knows it and its benchmark's `truth` setting left it on (issue 28).
+    Read under the environment slot, right after the reset or step, and counted in its `cpu_seconds`: the
+    engine works out its own state, as much environment work as the step."""
+    return env.truth() if isinstance(env, TruthfulEnv) else None
+
+
+def record_truth(world: WorldTruth | None, step: int, tally: Tally, log: Transcript) -> None:
+    """The truth read after `step` (-1: the reset) as a transcript event."""
     if world is None:
         return
     log.write(events.Truth.of(step, world, tally.truth))
@@ -279,6 +283,7 @@ def act(
         with env_gate():
             cpu = time.process_time()
             after = env.step(action)
+            world = read_truth(env)
             cpu = round(time.process_time() - cpu, 4)
         tally.steps += 1
         tally.tool_errors += after.tool_error
@@ -288,7 +293,7 @@ def act(
                 turn=turn, thought=decision.thought, action=action, observation=after, cpu_seconds=cpu
             )
         )
-        record_truth(env, tally.steps - 1, tally, log)
+        record_truth(world, tally.steps - 1, tally, log)
         try:
             record = method.update(Step(turn, obs, decision.only(action), after, last_of_turn=last))
         except Exception as error:  # SPEC-POS §5.5: only a terminal transition keeps its outcome

@@ -128,10 +128,12 @@ class EnvCost:
 
 
 def env_cpu(run: Run, sample: int) -> EnvCost:
-    """Play the recorded actions of up to `sample` episodes again on fresh environments, in this process, with
+    """Play the recorded actions of up to `sample` episodes again on fresh environments, reading the truth
+    after the reset and each step as the loop does, in this process, with
     the heap settled before each as a worker settles it (`settle_heap`), so the environments' CPU is counted
     under the garbage collection a run's episodes meet."""
     from pos_bench.build import build
+    from pos_bench.loop import read_truth
     from pos_bench.models.scripted import ScriptedModel, schema_reply
     from pos_bench.runner.episode import settle_heap
 
@@ -145,9 +147,11 @@ def env_cpu(run: Run, sample: int) -> EnvCost:
             started = time.process_time()
             env = benchmark.make_env(model)
             env.reset(episode.task)
+            read_truth(env)
             middle = time.process_time()
             for action in episode.actions:
                 env.step(action)
+                read_truth(env)
             env.score()
             env.close()
             resets += middle - started
