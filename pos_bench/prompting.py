@@ -173,11 +173,11 @@ def decision_schema(
     thought_key: str = "thought",
 ) -> dict[str, Any]:
     """The JSON schema of `decision_model`, built once per reply shape (the same dict on every call, so treat
-    it as read-only). A shape whose extra fields cannot be a cache key (an unhashable default) is built anew."""
-    shape = (max_actions, thought_key, tuple((extra_fields or {}).items()))
-    try:
-        hash(shape)
-    except TypeError:
+    it as read-only). Extra fields whose defaults are not plain values (a pydantic `Field`, a list) are no cache
+    key (such an object is equal only to itself), nor are numbers: that reply's schema is built anew."""
+    extra = tuple((extra_fields or {}).items())
+    shape = (max_actions, thought_key, extra)
+    if not all(_plain(default) for _, (_, default) in extra) or not _hashable(shape):
         return decision_model(
             obs,
             extra_fields=extra_fields,
@@ -186,6 +186,19 @@ def decision_schema(
             thought_key=thought_key,
         ).model_json_schema()
     return _schema_from_template(*_choices(obs, meta_actions), shape)
+
+
+def _plain(default: Any) -> bool:
+    """Required, None or a string: defaults that equal only defaults of their own kind (1 == 1.0 == True)."""
+    return default is ... or default is None or type(default) is str
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 Shape = tuple[int, str, tuple[tuple[str, tuple[Any, Any]], ...]]

@@ -70,9 +70,11 @@ EXTRA_FIELDS = {
     "optional subgoal": {"subgoal": (str | None, None)},
     "required subgoal": {"subgoal": (str, ...)},
     "state": {"locations_visited": (list[str], ...), "thought": (str, ...)},
-    "unhashable default": {
+    "pydantic field default": {
         "notes": (list[str], Field(default_factory=list, json_schema_extra={"maxItems": 3}))
     },
+    "list default": {"notes": (list[str], [])},
+    "number defaults": {"retries": (int, 1), "ratio": (float, 1.0), "strict": (bool, True)},
 }
 
 
