@@ -59,3 +59,17 @@ def test_any_reply_gives_an_object_or_a_problem(text):
 
 def test_a_deeply_nested_reply_is_a_problem_not_a_crash():
     assert isinstance(read_structured('{"count": ' + "[" * 50_000 + "]" * 50_000 + "}", Count), str)
+
+
+def test_every_ask_sends_its_types_own_schema_also_for_types_that_share_a_name():
+    def count_type(field_type: type) -> type[BaseModel]:
+        class Count(BaseModel):  # the same name, a different shape each time
+            count: field_type  # type: ignore[valid-type]
+
+        return Count
+
+    for output, reply in ((count_type(int), '{"count": 3}'), (count_type(str), '{"count": "three"}')):
+        for _ in range(2):  # built once, sent as pydantic's own schema every time
+            model = ScriptedModel({"belief": [reply]})
+            ask(model, PROMPT, output, role="belief")
+            assert model.prompts[0][1].schema == output.model_json_schema()

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pos_bench.protocols import Model
-from pos_bench.structured import StructuredFailure, ask
+from pos_bench.structured import StructuredFailure, ask, schema_of
 from pos_bench.types import Message, Prompt
 
 TRUNCATION = "\n[... observation truncated ...]\n"
@@ -186,7 +186,7 @@ class AuditVerdict:
 def audit(model: Model, config: SentinelConfig, payload: Mapping[str, Any], known: set[str]) -> AuditVerdict:
     """One audit call (role `sentinel_consistency`) and the grounding filter."""
     prompt = sentinel_prompt(
-        payload, AUDIT_JOB, schema=AuditReply.model_json_schema(), max_tokens=config.consistency_max_tokens
+        payload, AUDIT_JOB, schema=schema_of(AuditReply), max_tokens=config.consistency_max_tokens
     )
     reply = ask(
         model, prompt, _AuditPayload, role="sentinel_consistency", max_repairs=1, check=_first_issue_problem

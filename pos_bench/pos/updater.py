@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pos_bench.pos.belief import Belief, BeliefDelta, BeliefError, BeliefInit, apply_delta
 from pos_bench.protocols import Model
-from pos_bench.structured import StructuredFailure, ask
+from pos_bench.structured import StructuredFailure, ask, schema_of
 from pos_bench.types import Message, Prompt
 
 RECORDS = """The belief is a small graph. Entities are concrete things or actors (entity_id, entity_type, name,
@@ -184,6 +184,6 @@ class Updater:
     def _prompt(self, system: str, user: str, output: type[BaseModel]) -> Prompt:
         return Prompt(
             messages=(Message("system", system), Message("user", user)),
-            schema=output.model_json_schema(),
+            schema=schema_of(output),
             max_tokens=self.max_tokens,
         )
