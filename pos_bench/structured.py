@@ -38,8 +38,8 @@ class StructuredFailure:
 @functools.lru_cache(maxsize=256)
 def schema_of(output: type[BaseModel]) -> dict[str, Any]:
     """`output`'s JSON schema, built once per class: pydantic builds it anew at every `model_json_schema()` call
-    (~1 ms for a flat reply, ~5 ms for PoS's belief delta), and a method asks for the same few types at every
-    step. Shared between callers: read it, never change it (`schema_bounds` copies before it caps)."""
+    (0.5–0.8 ms for a flat reply, 2.2 ms for PoS's belief delta, quiet), and a method asks for the same few types
+    at every step. Shared between callers: read it, never change it (`schema_bounds` copies before it caps)."""
     return output.model_json_schema()
 
 
