@@ -266,6 +266,17 @@ class Truth(Event):
 
 
 @dataclass(frozen=True)
+class TruthUnread(Event):
+    """The environment's truth could not be read after step `step` (numbered as `Truth`): that step has no
+    truth, and the episode plays on (`loop.record_truth`)."""
+
+    kind: ClassVar[str] = "truth_unread"
+    step: int = -1
+    error: str = ""
+    traceback: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
 class Claims(Event):
     """What the method's memory states about the world after step `step` (numbered as `Truth`), written where
     the environment reports its truth; a method that keeps no state (raw history, ACON, PACE) says so once,
@@ -331,6 +342,7 @@ KINDS: dict[str, type[Event]] = {
         Score,
         Error,
         Truth,
+        TruthUnread,
         Claims,
     )
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import time
 import traceback
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from pos_bench.types import (
 )
 
 Exhausted = Literal["spend_turn", "error"]
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,8 @@ class Tally:
 
     truth: WorldTruth | None = None
     """The environment's truth after the last step, when it reports one (`record_truth`)."""
+    truth_unread: int = 0
+    """Truth reads that raised (`record_truth`)."""
 
 
 def play(
@@ -221,16 +225,36 @@ def with_final_note(obs: Observation, brief: Brief) -> Observation:
     return obs
 
 
-def read_truth(env: Env) -> WorldTruth | None:
+def read_truth(env: Env) -> WorldTruth | Exception | None:
     """The environment's truth now, when it knows it and its benchmark's `truth` setting left it on (issue 28).
     Read under the environment slot, right after the reset or step, and counted in its `cpu_seconds`: the
-    engine works out its own state, as much environment work as the step."""
-    return env.truth() if isinstance(env, TruthfulEnv) else None
+    engine works out its own state, as much environment work as the step. A read that raises is returned, not
+    raised: the truth is an instrument beside the episode (an engine state its reader does not know, say), so
+    its failure costs that step's truth, never the step's line or the episode (`record_truth`)."""
+    if not isinstance(env, TruthfulEnv):
+        return None
+    try:
+        return env.truth()
+    except Exception as error:  # noqa: BLE001 - recorded as a `truth_unread` event by `record_truth`
+        return error
 
 
-def record_truth(world: WorldTruth | None, step: int, tally: Tally, log: Transcript) -> None:
-    """The truth read after `step` (-1: the reset) as a transcript event."""
+def record_truth(world: WorldTruth | Exception | None, step: int, tally: Tally, log: Transcript) -> None:
+    """The truth read after `step` (-1: the reset) as a transcript event. A read that raised is recorded as
+    `truth_unread` and leaves the episode with no current truth, so the claims after that step are not
+    recorded against an older one (they are scored only beside a truth of their own step); the next read is
+    written whole. The episode's first failed read is also a warning."""
     if world is None:
+        return
+    if isinstance(world, Exception):
+        error = f"{type(world).__name__}: {world}"
+        log.write(
+            events.TruthUnread(step=step, error=error, traceback="".join(traceback.format_exception(world)))
+        )
+        if not tally.truth_unread:
+            logger.warning("the environment's truth could not be read after step %d (%s)", step, error[:300])
+        tally.truth_unread += 1
+        tally.truth = None
         return
     log.write(events.Truth.of(step, world, tally.truth))
     tally.truth = world

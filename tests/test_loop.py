@@ -275,6 +275,46 @@ def test_no_truth_events_when_the_env_reports_none():
     assert log.of_kind("step") and not log.of_kind("truth") and not log.of_kind("claims")
 
 
+def test_a_truth_read_that_raises_costs_that_steps_truth_not_the_step_or_the_episode(caplog):
+    """The truth read after the second step raises: every step is still written and played, that step has a
+    `truth_unread` event instead of a truth, no claims are recorded against the older truth, and the next truth
+    reads back whole."""
+
+    class Claiming(RawHistory):
+        def claims(self):
+            return (Claim("agent", "at", "fridge 1"),)
+
+    class FlakyTruth(ToyEnv):
+        reads = 0
+
+        def truth(self):
+            FlakyTruth.reads += 1
+            if FlakyTruth.reads == 3:  # after the reset, step 0, then step 1
+                raise KeyError("a state the reader does not know")
+            return super().truth()
+
+    log = Transcript()
+    model = ScriptedModel({"agent": ['{"thought": "t", "action": "go to fridge 1"}']})
+    result = play(
+        TASK, FlakyTruth(BENCH.text_version), Claiming(model), model, brief=BENCH.brief, max_turns=3, log=log
+    )
+    stream = events.parse_all(log.events)
+    assert result.steps == 3 and result.error is None and len(log.of_kind("step")) == 3
+    assert [(e.step, e.error) for e in stream if isinstance(e, events.TruthUnread)] == [
+        (1, "KeyError: 'a state the reader does not know'")
+    ]
+    assert sorted(events.truths(stream)) == [-1, 0, 2]
+    assert sorted(events.claims(stream)) == [-1, 0, 2]  # none at step 1, where no truth was read
+    env = BENCH.make_env(None)
+    env.reset(TASK)
+    for _ in range(3):
+        env.step("go to fridge 1")
+    assert events.truths(stream)[2] == env.truth()
+    assert [r.getMessage() for r in caplog.records if r.name == "pos_bench.loop"] == [
+        "the environment's truth could not be read after step 1 (KeyError: 'a state the reader does not know')"
+    ]
+
+
 def test_every_reset_and_step_runs_inside_the_env_gate_and_records_its_cpu():
     held = []
 
