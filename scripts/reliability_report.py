@@ -90,20 +90,6 @@ def kill_campaign(tmp: Path, points: int, episodes: int, rng: random.Random) -> 
 # --- SIGKILL of one worker ------------------------------------------------------------------------------
 
 
-def loky_workers(pid: int) -> list[int]:
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            for child in f.read().split():
-                try:
-                    cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"popen_loky_posix" in cmdline:
-                    found.append(int(child))
-    return found
-
-
 def playing(worker: int) -> Path | None:
     """The transcript a worker holds open, that is the episode it is playing, or None between episodes."""
     try:
@@ -122,9 +108,16 @@ def playing(worker: int) -> Path | None:
 
 def busy_worker(pid: int) -> int | None:
     """A worker in the middle of an episode, the one with the fewest events so far (the farthest from its
-    end), so the kill lands inside the episode rather than between two."""
+    end), so the kill lands inside the episode rather than between two. Any process of the run that holds a
+    transcript open is a worker playing."""
+    from pos_bench.fullsize.processes import descendants
+
+    try:
+        processes = descendants(pid)
+    except (LookupError, OSError):  # the run ended meanwhile
+        return None
     busy = {}
-    for worker in loky_workers(pid):
+    for worker in processes:
         transcript = playing(worker)
         if transcript is not None:
             try:
