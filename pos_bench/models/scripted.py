@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pos_bench.standin.instance import minimal_instance
 from pos_bench.types import Prompt, Reply, Usage
 
 Responder = Callable[[Prompt, int], str]
@@ -89,37 +90,11 @@ FREE_TEXT_REPLY = "Nothing new to report."
 
 
 def schema_reply(prompt: Prompt, index: int = 0) -> str:
-    """A responder for any role: the smallest JSON value the prompt's schema accepts (required keys only, the
-    first enum value or `anyOf` option, the fewest array items, the shortest strings), so every method and
-    benchmark can play a turn without a script written for it. Use it as `ScriptedModel(default=schema_reply)`
-    (in a config: `model.default: {_target_: pos_bench.models.scripted.schema_reply, _partial_: true}`)."""
+    """A responder for any role: the smallest JSON value the prompt's schema accepts (the stand-in's
+    `minimal_instance`: required keys only, the first enum value or `anyOf` option, the fewest array items, the
+    shortest strings), so every method and benchmark can play a turn without a script written for it. Use it as
+    `ScriptedModel(default=schema_reply)` (in a config: `model.default: {_target_:
+    pos_bench.models.scripted.schema_reply, _partial_: true}`)."""
     if prompt.schema is None:
         return FREE_TEXT_REPLY
-    schema = dict(prompt.schema)
-    return json.dumps(_smallest(schema, schema.get("$defs", {})))
-
-
-def _smallest(node: Mapping[str, Any], defs: Mapping[str, Any]) -> Any:
-    if "$ref" in node:
-        return _smallest(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-    if "const" in node:
-        return node["const"]
-    if "enum" in node:
-        return node["enum"][0]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in node:
-            options = [o for o in node[key] if o.get("type") != "null"] or node[key]
-            return _smallest(options[0], defs)
-    kind = node.get("type", "object")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object":
-        properties = node.get("properties", {})
-        return {name: _smallest(properties[name], defs) for name in node.get("required", [])}
-    if kind == "array":
-        return [_smallest(node.get("items", {}), defs) for _ in range(node.get("minItems", 0))]
-    if kind == "string":
-        return "x" * node.get("minLength", 1)
-    if kind in ("integer", "number"):
-        return node.get("minimum", 0)
-    return {"boolean": False, "null": None}.get(kind)
+    return json.dumps(minimal_instance(prompt.schema))
