@@ -74,21 +74,39 @@ def speed_of(arrivals: list[float], counted: int) -> Speed:
 
 
 def slow_replies(
-    speed: Speed, max_tokens: Mapping[str, int], limit: float = SLOW_REPLY_S, *, streamed: bool = False
+    speed: Speed, max_tokens: Mapping[str, int], limit: float = SLOW_REPLY_S, *, model: Any = None
 ) -> list[str]:
-    """One line per setting (role or config path) whose longest reply would take more than `limit` seconds."""
-    advice = (
-        "streamed, so it finishes; lower it if episodes must be quicker"
-        if streamed
-        else "set model.stream=true (model=vllm has it) so model.timeout bounds only silences, or lower it"
-    )
+    """One line per setting (role or config path) whose longest reply would take more than `limit` seconds,
+    with what to do about it for `model` (an `OpenAIModel`; without one, the general advice)."""
     return [
         f"{role}: a reply of up to {tokens:,} tokens takes up to {speed.reply_seconds(tokens) / 60:.1f} min "
         f"at the measured {speed.tokens_per_s:.1f} tokens/s (first token {speed.first_token_s:.1f} s); "
-        f"{advice}"
+        f"{advice(speed, tokens, model)}"
         for role, tokens in max_tokens.items()
         if speed.reply_seconds(tokens) > limit
     ]
+
+
+def advice(speed: Speed, tokens: int, model: Any = None) -> str:
+    """What a reply of `tokens` tokens at `speed` meets under `model`'s settings. Whole or streamed, a call
+    ends at its overall deadline, `model.timeout + tokens / model.min_tokens_per_s`: a reply written more
+    slowly never finishes. Within it, a streamed reply sees a dead server after `model.timeout` of silence, one
+    read whole only at that deadline (under `model.stream: auto`, whichever `OpenAIModel.streams` picks)."""
+    if model is None:
+        return "set model.stream=true (model=vllm has it) so model.timeout bounds only silences, or lower it"
+    deadline = model.call_seconds(tokens)
+    if speed.reply_seconds(tokens) > deadline:
+        return (
+            f"that is past the call's overall deadline of {deadline:.0f} s (model.timeout "
+            f"{model.timeout:g} s + {tokens:,} tokens at model.min_tokens_per_s {model.min_tokens_per_s:g}): "
+            f"set model.min_tokens_per_s below {speed.tokens_per_s:.1f}, or lower it"
+        )
+    if model.streams(tokens):
+        return "streamed, so it finishes; lower it if episodes must be quicker"
+    return (
+        f"read whole, it finishes within its overall deadline of {deadline:.0f} s, but a server that stops "
+        "is seen only then; set model.stream=true so model.timeout bounds only silences, or lower it"
+    )
 
 
 def reply_limits(cfg: Mapping[str, Any]) -> dict[str, int]:
@@ -119,4 +137,4 @@ def speed_warnings(cfg: Mapping[str, Any], seconds: float = 120.0) -> tuple[Spee
         return None, [f"speed not measured: {type(model).__name__} is not an OpenAI-compatible server"]
     speed = measure(model, seconds=seconds)
     limits = {"model.max_tokens": int(model.max_tokens), **reply_limits(cfg)}
-    return speed, slow_replies(speed, limits, streamed=bool(getattr(model, "stream", False)))
+    return speed, slow_replies(speed, limits, model=model)

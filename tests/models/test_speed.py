@@ -57,6 +57,29 @@ def test_a_reply_limit_that_takes_minutes_is_warned_about_and_a_short_one_is_not
     assert slow_replies(Speed(0.5, 3000.0, 64), limits) == []
 
 
+def test_the_warning_says_what_a_slow_reply_meets_under_the_models_settings():
+    """Past the call's overall deadline it never finishes; within it, streamed it finishes, read whole a stopped
+    server is seen only at that deadline; `stream: auto` streams only the replies longer than `timeout`."""
+
+    def model(**settings):
+        settings = {"timeout": 120, **settings}
+        return OpenAIModel("standin", base_url="http://127.0.0.1:9/v1", api_key_env=None, **settings)
+
+    speed, limits = Speed(0.5, SPEED, 64), {"model.max_tokens": 4096}  # 4,096 tokens: 4.6 min
+    (whole,) = slow_replies(speed, limits, model=model(stream=False))
+    assert "read whole, it finishes within its overall deadline of 939 s" in whole  # 120 s + 4,096 / 5
+    (streamed,) = slow_replies(speed, limits, model=model(stream=True))
+    assert streamed.endswith("streamed, so it finishes; lower it if episodes must be quicker")
+    (auto,) = slow_replies(speed, limits, model=model(stream="auto"))  # 4,096 / 5 = 819 s > 120 s: streamed
+    assert auto == streamed
+    short = slow_replies(
+        Speed(0.5, 1.5, 64), {"model.max_tokens": 512}, model=model(stream="auto", timeout=400)
+    )
+    assert "read whole" in short[0]  # 512 / 5 = 102 s ≤ 400 s: read whole, though it takes 5.7 min at 1.5/s
+    (never,) = slow_replies(speed, limits, model=model(stream=True, min_tokens_per_s=40))
+    assert "past the call's overall deadline of 222 s" in never and "min_tokens_per_s below 15.0" in never
+
+
 def test_estimate_and_preflight_print_the_speed_and_warn(slow, tmp_path):
     point = ["bench=toy", "method=pos", "model=vllm", f"model.base_url={slow.url}", "model.model=standin"]
     estimate = subprocess.run(
