@@ -46,8 +46,6 @@ def refusals() -> tuple[type[BaseException], ...]:
     return (ConfigError, RunMismatch, RunLocked, ResultsError, CacheError)
 
 
-
-
 def run_labels(cfg: dict[str, Any], description: dict[str, Any]) -> dict[str, Any]:
     """Labels come from the Hydra choices; a run on a smoke-test model (SmolLM2) is labelled `smoke`, one on
     the scripted test double `test`."""
@@ -122,6 +120,7 @@ def main(cfg: DictConfig) -> JobOutcome:
         outcome = run_command(cfg)
     except refusals() as error:
         print(f"error: {escaped(str(error))}", file=sys.stderr, flush=True)
+        drop_unused_job_folder(cfg.get("results_root"))
         if in_sweep:
             return JobOutcome(chosen_labels(), failure=first_line(error), code=2)
         raise SystemExit(2) from None
@@ -146,6 +145,25 @@ def main(cfg: DictConfig) -> JobOutcome:
     if not in_sweep and cfg.get("report") and outcome.run_dir:
         write_report([outcome.run_dir], Path(cfg.report))
     return outcome
+
+
+def drop_unused_job_folder(results_root: Any) -> None:
+    """Hydra makes a job's folder (`<bench>/<method>/<model>`) and an empty job log in it before the job runs;
+    a job refused before it wrote anything there takes them away again, with the parents it leaves empty up to
+    `results_root`, so a mistyped setting leaves no folder behind. A folder holding anything else is left."""
+    hydra = HydraConfig.get()
+    folder = Path(hydra.runtime.output_dir).resolve()
+    log = folder / f"{hydra.job.name}.log"
+    try:
+        root = Path(str(results_root)).resolve()
+        if [p.name for p in folder.iterdir()] != [log.name] or log.stat().st_size:
+            return
+        log.unlink()
+        while root in folder.parents and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    except OSError:  # gone meanwhile, or another job writing beside it: leave it
+        return
 
 
 def first_line(error: BaseException) -> str:

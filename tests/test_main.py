@@ -127,6 +127,7 @@ def test_a_bad_value_stops_before_the_first_episode_naming_the_key(tmp_path, ove
     )
     assert out.returncode == 2 and expected in out.stderr
     assert "Traceback" not in out.stderr and not list(tmp_path.rglob("results.jsonl"))
+    assert not list(tmp_path.iterdir())  # not even the job folder and empty log Hydra made before the job
 
 
 @pytest.mark.parametrize("override", ["runer.n_jobs=8", "cach.mode=off", "foo.bar=1", "+foo=1", "~foo"])
