@@ -59,8 +59,7 @@ def report(root: Path, out: Path) -> list[Path]:
 
     page = root.parent / "report.html"
     page.write_text(render([root], spec=None), encoding="utf-8")
-    driver = browser()
-    try:
+    with browser() as driver:
         driver.get(page.as_uri())
         WebDriverWait(driver, 30).until(
             lambda d: d.find_element("tag name", "body").get_attribute("data-ready")
@@ -78,8 +77,6 @@ def report(root: Path, out: Path) -> list[Path]:
             "arguments[0].scrollIntoView({block: 'start'}); window.scrollBy(0, -60)", timeline
         )
         driver.save_screenshot(str(out / "belief.png"))
-    finally:
-        driver.quit()
     return [out / "report.png", out / "belief.png"]
 
 

@@ -3,7 +3,10 @@ site's browser checks open pages with."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +28,23 @@ def available() -> bool:
     return chromium() is not None and DRIVER.exists()
 
 
-def headless(window: str = "1400,1000", *flags: str) -> Any:
-    """A selenium driver of a headless Chromium with a `window` of that size (and any further `flags`); the
-    caller quits it."""
+@contextlib.contextmanager
+def headless(window: str = "1400,1000", *flags: str) -> Iterator[Any]:
+    """A selenium driver of a headless Chromium with a `window` of that size (and any further `flags`), quit on
+    exit. Its profile is a folder of its own, removed on exit: with the driver's default profile, Chromium left an
+    `org.chromium.Chromium.*` folder (its singleton socket's) in the temporary directory at every start."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(chromium())
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", *flags):
-        options.add_argument(flag)
-    options.add_argument(f"--window-size={window}")
-    return webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    with tempfile.TemporaryDirectory(prefix="pos_bench-chromium-", ignore_cleanup_errors=True) as scratch:
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(chromium())
+        for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", *flags):
+            options.add_argument(flag)
+        options.add_argument(f"--window-size={window}")
+        options.add_argument(f"--user-data-dir={Path(scratch) / 'profile'}")
+        driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()

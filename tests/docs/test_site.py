@@ -33,9 +33,8 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    driver = chromium.headless("1300,900")
-    yield driver
-    driver.quit()
+    with chromium.headless("1300,900") as driver:
+        yield driver
 
 
 def opened(browser, page: Path):

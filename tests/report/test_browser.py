@@ -19,9 +19,8 @@ pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSIN
 
 @pytest.fixture(scope="module")
 def browser():
-    driver = chromium.headless("1400,1000")
-    yield driver
-    driver.quit()
+    with chromium.headless("1400,1000") as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")
