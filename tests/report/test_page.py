@@ -155,7 +155,7 @@ def test_a_claim_about_an_invented_entity_is_marked_false_with_no_such_entity_in
     assert strings.items[rows[2][2]] == ""
 
 
-def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_path):
+def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_path, tmp_path_factory):
     import os
     import signal
     import time
@@ -177,9 +177,11 @@ def test_a_run_killed_with_sigkill_reads_interrupted_and_a_live_one_running(tmp_
         "runner.n_jobs=2",
         "runner.backend=loky",
     ]
+    scratch = tmp_path_factory.mktemp("tmp")  # the run's budget folder, which a SIGKILL leaves behind
     proc = subprocess.Popen(
-        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )  # fmt: skip
 
     def unfinished(folder) -> list:
         return [p for p in (folder / "episodes").glob("*") if not (p / "result.json").exists()]

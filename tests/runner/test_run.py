@@ -242,7 +242,7 @@ def run_results(root):
     return found[0] if found else root / "toy" / "raw" / "scripted" / "missing" / "results.jsonl"
 
 
-def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
+def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path, tmp_path_factory):
     cmd = [
         sys.executable,
         "-m",
@@ -256,9 +256,11 @@ def test_kill_minus_nine_then_resume_plays_each_episode_once(tmp_path):
         f"results_root={tmp_path}",
         "runner.progress=false",
     ]
+    scratch = tmp_path_factory.mktemp("tmp")  # the run's budget folder, which a SIGKILL leaves behind
     proc = subprocess.Popen(
-        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )  # fmt: skip
     deadline = time.time() + 120
     while time.time() < deadline and (
         not run_results(tmp_path).exists() or len(run_results(tmp_path).read_text().splitlines()) < 2
@@ -307,7 +309,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_workers_do_not_outlive_a_killed_run(tmp_path):
+def test_workers_do_not_outlive_a_killed_run(tmp_path, tmp_path_factory):
     cmd = [
         sys.executable,
         "-m",
@@ -323,9 +325,11 @@ def test_workers_do_not_outlive_a_killed_run(tmp_path):
         "runner.n_jobs=2",
         "runner.backend=loky",
     ]
+    scratch = tmp_path_factory.mktemp("tmp")  # the run's budget folder, which a SIGKILL leaves behind
     proc = subprocess.Popen(
-        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )  # fmt: skip
     deadline = time.time() + 120
     while time.time() < deadline and (
         not run_results(tmp_path).exists() or len(run_results(tmp_path).read_text().splitlines()) < 2
