@@ -1,5 +1,6 @@
-"""Where log lines go while a run plays: every record, third-party ones included, to the run folder's `run.log`;
-the terminal keeps pos_bench's own records (and the progress bar and printed lines, which are not logging).
+"""Where log lines go while a run plays: every record, third-party ones included, to the run folder's `run.log`
+(but the HTTP clients' line for each answered request, one per model call, `routine_request`); the terminal keeps
+pos_bench's own records (and the progress bar and printed lines, which are not logging).
 
 Dependencies log freely (MCP servers' workers, HTTP clients at INFO) and warn about their own deprecations; on a
 terminal those lines bury the progress bar and the run's own messages, and they are noise for every reader but
@@ -19,6 +20,7 @@ once, for the life of the process, which ends with the run.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import warnings
 from collections import deque
@@ -60,12 +62,25 @@ class OwnRecordsOnly(logging.Filter):
         return own(record)
 
 
+ANSWERED = re.compile(r'HTTP Request: \S+ \S+ "HTTP/[0-9.]+ 2[0-9][0-9]\b')
+"""The line the HTTP clients (httpx and its fork httpx2) log at INFO for every request answered with a 2xx."""
+
+
+def routine_request(record: logging.LogRecord) -> bool:
+    """Whether the record is an HTTP client's line for a request answered with a 2xx: one per model call, each in
+    the transcript already (a Table 1 sweep on ALFWorld made 6,883 of them per run, all the run's `run.log`
+    held). A request answered otherwise (429, 5xx) keeps its line."""
+    return record.name.split(".")[0] in ("httpx", "httpx2") and bool(ANSWERED.match(record.getMessage()))
+
+
 class RunLogHandler(logging.FileHandler):
-    """Appends to one run's `run.log` (its own class, so a reused worker process finds and replaces it)."""
+    """Appends to one run's `run.log` (its own class, so a reused worker process finds and replaces it), all but
+    the HTTP clients' routine request lines (`routine_request`)."""
 
     def __init__(self, run_dir: Path, redactor: Redactor):
         super().__init__(run_dir / RUN_LOG, mode="a", encoding="utf-8", delay=True)
         self.setFormatter(RedactingFormatter(redactor))
+        self.addFilter(lambda record: not routine_request(record))
 
 
 class OwnWarnings(logging.StreamHandler):
