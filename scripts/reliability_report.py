@@ -59,9 +59,11 @@ def kill_campaign(tmp: Path, points: int, episodes: int, rng: random.Random) -> 
     duration = time.perf_counter() - started
     reference = {r["task_id"]: r for r in only_rows(tmp / "reference")}
     root = tmp / "killed"
+    scratch = tmp / "killed-tmp"  # the budget folder each killed driver leaves behind
+    scratch.mkdir()
     killed = 0
     for _ in range(points):
-        proc = start(args, root)
+        proc = start(args, root, env={"TMPDIR": str(scratch)})
         time.sleep(rng.uniform(0.2, duration))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
