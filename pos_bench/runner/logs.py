@@ -1,6 +1,7 @@
 """Where log lines go while a run plays: every record, third-party ones included, to the run folder's `run.log`
-(but the HTTP clients' line for each answered request, one per model call, `routine_request`); the terminal keeps
-pos_bench's own records (and the progress bar and printed lines, which are not logging).
+(but the HTTP clients' line for each answered request, one per model call, `routine_request`, which Hydra's job
+log leaves out as well); the terminal keeps pos_bench's own records (and the progress bar and printed lines, which
+are not logging).
 
 Dependencies log freely (MCP servers' workers, HTTP clients at INFO) and warn about their own deprecations; on a
 terminal those lines bury the progress bar and the run's own messages, and they are noise for every reader but
@@ -73,6 +74,13 @@ def routine_request(record: logging.LogRecord) -> bool:
     return record.name.split(".")[0] in ("httpx", "httpx2") and bool(ANSWERED.match(record.getMessage()))
 
 
+class NoRoutineRequests(logging.Filter):
+    """Passes every record but the HTTP clients' routine request lines (`routine_request`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not routine_request(record)
+
+
 class RunLogHandler(logging.FileHandler):
     """Appends to one run's `run.log` (its own class, so a reused worker process finds and replaces it), all but
     the HTTP clients' routine request lines (`routine_request`)."""
@@ -80,7 +88,7 @@ class RunLogHandler(logging.FileHandler):
     def __init__(self, run_dir: Path, redactor: Redactor):
         super().__init__(run_dir / RUN_LOG, mode="a", encoding="utf-8", delay=True)
         self.setFormatter(RedactingFormatter(redactor))
-        self.addFilter(lambda record: not routine_request(record))
+        self.addFilter(NoRoutineRequests())
 
 
 class OwnWarnings(logging.StreamHandler):
@@ -182,10 +190,18 @@ def run_logs(run_dir: Path, redactor: Redactor) -> Iterator[Path]:
         h.run_dir = run_dir
         root.removeHandler(h)  # during the run every record goes to the file directly
     root.addHandler(handler)  # with a handler on the root, Python's last-resort stderr output is never used
+    # Hydra's job log (`<job>.log`) gets the records of the episodes played in this process (the threading
+    # backend's), so it leaves out the routine request lines as `run.log` does
+    job_logs = [h for h in root.handlers if isinstance(h, logging.FileHandler) and h is not handler]
+    routine = NoRoutineRequests()
+    for h in job_logs:
+        h.addFilter(routine)
     try:
         with quiet_terminal():
             yield run_dir / RUN_LOG
     finally:
+        for h in job_logs:
+            h.removeFilter(routine)
         root.removeHandler(handler)
         handler.close()
         for h in held:

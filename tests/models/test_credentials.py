@@ -37,8 +37,18 @@ def cli(root: Path, *overrides: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("check_endpoints", ["true", "false"])
 def test_a_credential_in_the_url_reaches_no_file_and_no_output(tmp_path, check_endpoints):
     """With the endpoint check on or off, the run reaches the server (the stub has no models route, which the
-    check lets pass); its requests are logged with the credentials cut out."""
+    check lets pass); its requests are logged with the credentials cut out. The first chat request is refused
+    (429): the HTTP client's line for an answered request is left out of the logs, a refused one's is kept."""
+    refused: list[str] = []
+
+    def refuse_once(body):
+        if body.get("messages") and not refused:
+            refused.append("429")
+            return "429"
+        return None
+
     with StubOpenAI() as stub:
+        stub.faults.rule = refuse_once
         host = stub.url.removeprefix("http://")
         url = f'model.base_url="http://user:{SECRET}@{host}/v1?api-key={SECRET}"'
         done = cli(tmp_path, url, f"runner.check_endpoints={check_endpoints}")
@@ -49,7 +59,7 @@ def test_a_credential_in_the_url_reaches_no_file_and_no_output(tmp_path, check_e
     lines = [line for line in (done.stdout + done.stderr).splitlines() if SECRET in line]
     assert lines == []
     (log,) = tmp_path.rglob("__main__.log")
-    assert "HTTP Request: POST http://[redacted]@" in log.read_text()  # the request log was written, scrubbed
+    assert "HTTP Request: POST http://[redacted]@" in log.read_text()  # the refused request's line, scrubbed
     if check_endpoints == "true":  # the check went through the same transport, its request logged scrubbed
         assert "HTTP Request: GET http://[redacted]@" in log.read_text()
     assert any(p.name == "run.json" for p in files) and any(p.name == "index.json" for p in files)

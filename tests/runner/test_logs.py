@@ -116,9 +116,11 @@ def test_held_lines_go_to_the_run_log_or_to_stderr_when_the_job_fails_before_a_r
     assert "why it failed" in err and "sk-planted-secret-123" not in err
 
 
-def test_the_run_log_keeps_refused_requests_and_drops_the_answered_ones(tmp_path):
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_the_run_log_keeps_refused_requests_and_drops_the_answered_ones(tmp_path, backend):
     """The HTTP client logs every request at INFO; an answered one is in the transcript already, and its line
-    (one per call) would bury the rest of `run.log`. A refused one (429) keeps its line."""
+    (one per call) would bury the rest of `run.log`. A refused one (429) keeps its line. Hydra's job log, which
+    gets the records of episodes played in the driver's own process (threads), holds the same lines."""
     from pos_bench.standin.server import Faults, Settings, StandinServer
     from pos_bench.standin.service import ServiceModel
 
@@ -128,13 +130,14 @@ def test_the_run_log_keeps_refused_requests_and_drops_the_answered_ones(tmp_path
         out = subprocess.run(
             [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=2", "bench.max_turns=4", "method=raw",
              "model=vllm", f"model.base_url={server.url}", "model.model=standin", "cache.mode=off",
-             "runner.progress=false", f"results_root={tmp_path}"],
+             "runner.progress=false", f"runner.backend={backend}", f"results_root={tmp_path}"],
             cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         stats = server.stats()
     assert out.returncode == 0, out.stderr
-    (log,) = tmp_path.glob(f"toy/raw/vllm/*/{RUN_LOG}")
-    requests = [line for line in log.read_text().splitlines() if "HTTP Request:" in line]
     assert stats.refused_429 > 0 and stats.answered >= 8
-    assert len(requests) == stats.refused_429
-    assert all('"HTTP/1.1 429 ' in line for line in requests)
+    for log in (*tmp_path.glob(f"toy/raw/vllm/*/{RUN_LOG}"), *tmp_path.rglob("__main__.log")):
+        requests = [line for line in log.read_text().splitlines() if "HTTP Request: POST" in line]
+        refused = stats.refused_429 if log.name == RUN_LOG or backend == "threading" else 0
+        assert len(requests) == refused, log
+        assert all('"HTTP/1.1 429 ' in line for line in requests), log
