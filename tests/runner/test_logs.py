@@ -136,7 +136,9 @@ def test_the_run_log_keeps_refused_requests_and_drops_the_answered_ones(tmp_path
         stats = server.stats()
     assert out.returncode == 0, out.stderr
     assert stats.refused_429 > 0 and stats.answered >= 8
-    for log in (*tmp_path.glob(f"toy/raw/vllm/*/{RUN_LOG}"), *tmp_path.rglob("__main__.log")):
+    logs = [*tmp_path.glob(f"toy/raw/vllm/*/{RUN_LOG}"), *tmp_path.rglob("__main__.log")]
+    assert [log.name for log in logs] == [RUN_LOG, "__main__.log"]
+    for log in logs:
         requests = [line for line in log.read_text().splitlines() if "HTTP Request: POST" in line]
         refused = stats.refused_429 if log.name == RUN_LOG or backend == "threading" else 0
         assert len(requests) == refused, log
