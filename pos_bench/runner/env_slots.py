@@ -18,6 +18,14 @@ every run on the host draws from the same ones: two runs side by side share the 
 Ray cluster each host has its own folder and, by default, its own core count. Where `fcntl` is missing
 (Windows) there is no limit.
 
+A step that finds every slot taken waits in line (one more lock file, which the kernel gives to one waiter at a
+time). The head of the line takes the first slot given back: a step that ends rings a bell (a named pipe the head
+listens on, `select`), and the head looks again at least every `RECHECK_SECONDS` (a worker killed mid-step frees
+its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting while another
+slot was free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the cores 6.0-6.5%
+idle through the run (`vmstat`); the head looking every 2 ms instead had them 3.1% idle and the run 1.5-2% shorter,
+but the looking cost 1.7% of a core. The bell costs nothing while nobody rings it.
+
 A method that runs a model of its own in the worker (PACE's sentence encoder) computes like an environment
 step, so it takes its turn through the same slots: `protocols.local_compute()` holds the gate of the episode
 being played (`protocols.playing_under`), none outside an episode.
@@ -27,7 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
+import select
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +47,9 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+RECHECK_SECONDS = 0.1
+"""The longest the head of the line waits for a bell before looking at the slots again."""
 
 
 def host_cores() -> int:
@@ -63,6 +75,9 @@ class EnvSlots:
         self.folder = folder or slots_folder()
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.paths = [str(self.folder / f"slot-{i}.lock") for i in range(count)]
+        # one line and one bell per slot count, so runs side by side with different counts never mix them
+        self.line = str(self.folder / f"line-{count}.lock")
+        self.bell = named_pipe(self.folder / f"bell-{count}")
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -70,14 +85,57 @@ class EnvSlots:
         # process holding the same descriptor would not exclude each other
         descriptors = [os.open(path, os.O_CREAT | os.O_RDWR, 0o600) for path in self.paths]
         try:
-            taken = next((fd for fd in descriptors if _try_lock(fd)), None)
-            if taken is None:  # all taken: wait on one of them, chosen at random so waiters spread out
-                taken = random.choice(descriptors)
-                fcntl.flock(taken, fcntl.LOCK_EX)
-            yield  # closing the descriptor below releases the lock
+            if not any(_try_lock(fd) for fd in descriptors):
+                self._wait_in_line(descriptors)
+            yield
         finally:
-            for fd in descriptors:
+            for fd in descriptors:  # closing them gives the slot taken back
                 os.close(fd)
+            self._ring()
+
+    def _wait_in_line(self, descriptors: list[int]) -> None:
+        """Take the line's lock (behind the steps waiting ahead), then the first slot given back."""
+        line = os.open(self.line, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(line, fcntl.LOCK_EX)
+            # read and write: a pipe open only for reading reads as ended, at once, while nobody writes to it
+            bell = os.open(self.bell, os.O_RDWR | os.O_NONBLOCK) if self.bell else None
+            try:  # listening before looking: a slot given back after the look rings, one before it is seen
+                while not any(_try_lock(fd) for fd in descriptors):
+                    select.select([] if bell is None else [bell], [], [], RECHECK_SECONDS)
+                    if bell is not None:
+                        with contextlib.suppress(BlockingIOError):
+                            os.read(bell, 4096)
+            finally:
+                if bell is not None:
+                    os.close(bell)
+        finally:
+            os.close(line)
+
+    def _ring(self) -> None:
+        """Tell the head of the line, if there is one, that a slot was given back."""
+        if self.bell is None:
+            return
+        try:  # fails at once (ENXIO) when nobody listens: nobody waits
+            bell = os.open(self.bell, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            with contextlib.suppress(BlockingIOError):  # a full pipe holds rings enough
+                os.write(bell, b"\0")
+        finally:
+            os.close(bell)
+
+
+def named_pipe(path: Path) -> str | None:
+    """The named pipe at `path`, made if missing; None where the file system has none (the head of the line
+    then only looks every `RECHECK_SECONDS`)."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: no `mkfifo` on this system
+        os.mkfifo(path, 0o600)
+    try:
+        return str(path) if stat.S_ISFIFO(os.stat(path).st_mode) else None
+    except OSError:
+        return None
 
 
 def _try_lock(fd: int) -> bool:

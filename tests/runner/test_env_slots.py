@@ -47,6 +47,40 @@ def test_processes_take_at_most_the_slots(tmp_path: Path) -> None:
     assert 0.55 < span < 1.2
 
 
+def test_a_waiting_step_takes_whichever_slot_is_given_back(tmp_path: Path) -> None:
+    # two of three slots stay taken for the whole test; a step waiting while all three are taken gets the third
+    # as soon as its holder gives it back, three times over (a waiter bound to one slot chosen at random gets it
+    # all three times with a chance of 1 in 27)
+    slots = EnvSlots(3, tmp_path)
+    end = threading.Event()
+
+    def hold_until(event: threading.Event, taken: threading.Event) -> None:
+        with slots.held():
+            taken.set()
+            event.wait(30)
+
+    def step(got: threading.Event) -> None:
+        with slots.held():
+            got.set()
+
+    holders = [threading.Thread(target=hold_until, args=(end, threading.Event()), daemon=True) for _ in range(2)]
+    try:
+        for holder in holders:
+            holder.start()
+        for _ in range(3):
+            give_back, taken, got = threading.Event(), threading.Event(), threading.Event()
+            threading.Thread(target=hold_until, args=(give_back, taken), daemon=True).start()
+            assert taken.wait(5)
+            waiter = threading.Thread(target=step, args=(got,), daemon=True)
+            waiter.start()
+            assert not got.wait(0.2)  # every slot is taken
+            give_back.set()
+            assert got.wait(5), "the waiting step did not take the slot given back"
+            waiter.join(5)
+    finally:
+        end.set()
+
+
 def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path) -> None:
     slots = EnvSlots(1, tmp_path)
     with pytest.raises(RuntimeError), slots.held():
