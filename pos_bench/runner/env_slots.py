@@ -98,8 +98,7 @@ class EnvSlots:
         line = os.open(self.line, os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(line, fcntl.LOCK_EX)
-            # read and write: a pipe open only for reading reads as ended, at once, while nobody writes to it
-            bell = os.open(self.bell, os.O_RDWR | os.O_NONBLOCK) if self.bell else None
+            bell = self._listen()
             try:  # listening before looking: a slot given back after the look rings, one before it is seen
                 while not any(_try_lock(fd) for fd in descriptors):
                     select.select([] if bell is None else [bell], [], [], RECHECK_SECONDS)
@@ -112,13 +111,27 @@ class EnvSlots:
         finally:
             os.close(line)
 
+    def _listen(self) -> int | None:
+        """The bell, opened to listen (for writing too: a pipe open only for reading reads as ended, at once,
+        while nobody writes to it); None when there is none."""
+        if self.bell is None:
+            return None
+        try:
+            return os.open(self.bell, os.O_RDWR | os.O_NONBLOCK)
+        except OSError:  # the pipe was removed (a tmp cleaner): look every RECHECK_SECONDS
+            return None
+
     def _ring(self) -> None:
-        """Tell the head of the line, if there is one, that a slot was given back."""
+        """Tell the head of the line, if there is one, that a slot was given back. Never raises: a ring that
+        cannot be made costs the head at most `RECHECK_SECONDS`, never the step."""
         if self.bell is None:
             return
-        try:  # fails at once (ENXIO) when nobody listens: nobody waits
-            bell = os.open(self.bell, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
+        # opened for reading too: the open never fails for want of a listener, and the write never meets a pipe
+        # nobody reads (a head may stop listening between the two), which raises or, where SIGPIPE is not
+        # ignored, kills the process; with nobody listening, the ring is dropped when the pipe is closed
+        try:
+            bell = os.open(self.bell, os.O_RDWR | os.O_NONBLOCK)
+        except OSError:  # the pipe was removed (a tmp cleaner)
             return
         try:
             with contextlib.suppress(BlockingIOError):  # a full pipe holds rings enough
