@@ -20,11 +20,12 @@ Ray cluster each host has its own folder and, by default, its own core count. Wh
 
 A step that finds every slot taken waits in line (one more lock file, which the kernel gives to one waiter at a
 time). The head of the line takes the first slot given back: a step that ends rings a bell (a named pipe the head
-listens on, `select`), and the head looks again at least every `RECHECK_SECONDS` (a worker killed mid-step frees
-its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting while another
-slot was free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the cores 6.0-6.5%
-idle through the run (`vmstat`); the head looking every 2 ms instead had them 3.1% idle and the run 1.5-2% shorter,
-but the looking cost 1.7% of a core. The bell costs nothing while nobody rings it.
+listens on), and the head looks again at least every `RECHECK_SECONDS` (a worker killed mid-step frees its slot
+without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting while another slot was
+free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the cores 6.0-6.5% idle
+through the run (`vmstat`), 3.7% with the bell, and the run 4% shorter (acon: 3.4% and 0.4% idle, 4.5% shorter).
+The head looking every 2 ms instead of listening had them 3.1% idle, but the looking cost 1.7% of a core; the
+bell costs nothing while nobody rings it (docs/reference/measurements.md).
 
 A method that runs a model of its own in the worker (PACE's sentence encoder) computes like an environment
 step, so it takes its turn through the same slots: `protocols.local_compute()` holds the gate of the episode
@@ -99,9 +100,14 @@ class EnvSlots:
         try:
             fcntl.flock(line, fcntl.LOCK_EX)
             bell = self._listen()
+            ringing = (
+                select.poll()
+            )  # poll, not select: a worker may hold more than select's 1,024 descriptors
+            if bell is not None:
+                ringing.register(bell, select.POLLIN)
             try:  # listening before looking: a slot given back after the look rings, one before it is seen
                 while not any(_try_lock(fd) for fd in descriptors):
-                    select.select([] if bell is None else [bell], [], [], RECHECK_SECONDS)
+                    ringing.poll(RECHECK_SECONDS * 1000)  # with no bell, a wait of RECHECK_SECONDS
                     if bell is not None:
                         with contextlib.suppress(BlockingIOError):
                             os.read(bell, 4096)

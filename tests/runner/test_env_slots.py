@@ -108,6 +108,31 @@ def test_a_step_ends_cleanly_when_the_waiter_it_rings_has_just_left(
         pass
 
 
+def test_a_waiting_step_gets_its_slot_where_there_can_be_no_bell(tmp_path: Path) -> None:
+    (tmp_path / "bell-1").write_text(
+        ""
+    )  # a plain file where the named pipe would be, as on a file system without one
+    slots = EnvSlots(1, tmp_path)
+    assert slots.bell is None
+    give_back, taken, got = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with slots.held():
+            taken.set()
+            give_back.wait(30)
+
+    def step() -> None:
+        with slots.held():
+            got.set()
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert taken.wait(5)
+    threading.Thread(target=step, daemon=True).start()
+    assert not got.wait(0.2)
+    give_back.set()
+    assert got.wait(5)
+
+
 def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path) -> None:
     slots = EnvSlots(1, tmp_path)
     with pytest.raises(RuntimeError), slots.held():
