@@ -99,10 +99,9 @@ class EnvSlots:
         line = os.open(self.line, os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(line, fcntl.LOCK_EX)
-            bell = self._listen()
-            ringing = (
-                select.poll()
-            )  # poll, not select: a worker may hold more than select's 1,024 descriptors
+            bell = self._open_bell()
+            # poll, not select: a worker may hold more than select's 1,024 descriptors
+            ringing = select.poll()
             if bell is not None:
                 ringing.register(bell, select.POLLIN)
             try:  # listening before looking: a slot given back after the look rings, one before it is seen
@@ -117,9 +116,14 @@ class EnvSlots:
         finally:
             os.close(line)
 
-    def _listen(self) -> int | None:
-        """The bell, opened to listen (for writing too: a pipe open only for reading reads as ended, at once,
-        while nobody writes to it); None when there is none."""
+    def _open_bell(self) -> int | None:
+        """The bell, opened both to listen and to ring; None when there is none.
+
+        To listen, it is opened for writing too: a pipe open only for reading reads as ended, at once, while
+        nobody writes to it. To ring, it is opened for reading too: the open never fails for want of a listener,
+        and the write never meets a pipe nobody reads (a head may stop listening between the two), which raises
+        or, where SIGPIPE is not ignored, kills the process; with nobody listening, the ring is dropped when the
+        pipe is closed."""
         if self.bell is None:
             return None
         try:
@@ -130,14 +134,8 @@ class EnvSlots:
     def _ring(self) -> None:
         """Tell the head of the line, if there is one, that a slot was given back. Never raises: a ring that
         cannot be made costs the head at most `RECHECK_SECONDS`, never the step."""
-        if self.bell is None:
-            return
-        # opened for reading too: the open never fails for want of a listener, and the write never meets a pipe
-        # nobody reads (a head may stop listening between the two), which raises or, where SIGPIPE is not
-        # ignored, kills the process; with nobody listening, the ring is dropped when the pipe is closed
-        try:
-            bell = os.open(self.bell, os.O_RDWR | os.O_NONBLOCK)
-        except OSError:  # the pipe was removed (a tmp cleaner)
+        bell = self._open_bell()
+        if bell is None:
             return
         try:
             with contextlib.suppress(BlockingIOError):  # a full pipe holds rings enough

@@ -64,12 +64,11 @@ def test_a_waiting_step_takes_whichever_slot_is_given_back(tmp_path: Path) -> No
         with slots.held():
             got.set()
 
-    holders = [
-        threading.Thread(target=hold_until, args=(end, threading.Event()), daemon=True) for _ in range(2)
-    ]
+    held_for_good = [threading.Event() for _ in range(2)]
     try:
-        for holder in holders:
-            holder.start()
+        for taken in held_for_good:
+            threading.Thread(target=hold_until, args=(end, taken), daemon=True).start()
+            assert taken.wait(5)
         for _ in range(3):
             give_back, taken, got = threading.Event(), threading.Event(), threading.Event()
             threading.Thread(target=hold_until, args=(give_back, taken), daemon=True).start()
