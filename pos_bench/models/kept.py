@@ -14,6 +14,7 @@ Every text goes through the run's redactor before it is written, as the shared c
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -65,16 +66,26 @@ class ResponseLog:
         self.path = path
         self.redact = redact
         self._lock = threading.Lock()
+        self._made = False
+        """Whether the episode's folder was made (once, before the first line)."""
 
     def keep(self, kept: KeptReply) -> None:
         row = {**asdict(kept), "text": self.redact(kept.text)}
         if row["served"] is not None:
             row["served"] = self.redact(row["served"])
-        line = json.dumps(row, ensure_ascii=False) + "\n"
+        line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(line)
+            if not self._made:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._made = True
+            # opened for each line, so an episode holds no file between its calls
+            file = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                rest = memoryview(line)
+                while rest:
+                    rest = rest[os.write(file, rest) :]
+            finally:
+                os.close(file)
 
 
 class Kept:
