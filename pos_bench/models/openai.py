@@ -129,8 +129,8 @@ class OpenAIModel(RemoteModel):
         the slowest speed waited for takes longer than `timeout`: a reply read whole is waited for up to its
         overall deadline, `timeout + max_tokens / min_tokens_per_s`, so a dead server is seen after at most twice
         `timeout` for a shorter one, and after many times `timeout` for a longer one, which streaming cuts to
-        `timeout` of silence. Reading a reply whole costs about 0.6 ms less client CPU per call
-        (docs/fullsize.md, "Slow servers")."""
+        `timeout` of silence. Reading a reply whole costs less client CPU per call (docs/fullsize.md,
+        "Slow servers")."""
         if self.stream == "auto":
             return self.reply_seconds(max_tokens) > self.timeout
         return self.stream

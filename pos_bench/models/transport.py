@@ -2,9 +2,11 @@
 ends by the calling thread's deadline (`pos_bench.models.deadline`), so connect, TLS handshake, request write
 and each read of the headers and body are bounded, and a server that drip-feeds its reply cannot hold a call.
 
-It is what `httpx.HTTPTransport` does, on an httpcore connection pool whose network backend is wrapped
-(`network_backend` is httpcore's public hook for this). The SDKs use the `httpx2` fork of httpx, imported
-here only, when the first remote client is built.
+It plays `httpx.HTTPTransport`'s part under the SDKs (which use the `httpx2` fork of httpx, imported here only,
+when the first remote client is built), on the standard library's `http.client`: one kept-alive HTTP/1.1
+connection per origin, its socket wrapped so that each read and write first cuts its timeout to the time left.
+A call's exchange costs about a fifth less CPU than on httpcore, the library under httpx (docs/fullsize.md,
+"Slow servers", the transport).
 
 Two more bounds hold for every request that goes through it (the SDKs' chat calls and the pre-flight check):
 - a redirect to another origin (scheme, host or port) is refused before anything is sent there
@@ -16,16 +18,21 @@ Two more bounds hold for every request that goes through it (the SDKs' chat call
 
 from __future__ import annotations
 
+import http.client
+import io
+import select
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpcore2
 import httpx2
 
 from pos_bench.models.deadline import bounded
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+CHUNK = 65536
+"""The most one read of a reply body asks for; a streamed reply's events come as soon as they arrive."""
 
 
 class CrossOriginRedirect(Exception):
@@ -42,77 +49,108 @@ def origin(url: httpx2.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, port
 
 
-class _Stream(httpcore2.NetworkStream):
-    """A network stream whose reads and writes end by the deadline."""
-
-    def __init__(self, inner: httpcore2.NetworkStream):
-        self.inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self.inner.read(max_bytes, bounded(timeout, httpcore2.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self.inner.write(buffer, bounded(timeout, httpcore2.WriteTimeout))
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None):
-        bound = bounded(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self.inner.start_tls(ssl_context, server_hostname, bound))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self.inner.get_extra_info(info)
+class _Expired(TimeoutError):
+    """The call's total deadline passed before a socket operation could start."""
 
 
-class _Backend(httpcore2.NetworkBackend):
-    """httpcore's synchronous backend, its connections bounded by the deadline."""
+class _BoundedSocket:
+    """A connected (plain or TLS) socket whose every read and write takes the timeout of the request it carries
+    (`timeouts`, set per request), cut to the time left before the thread's deadline. `http.client` reads it
+    through `makefile`, as it would the socket itself."""
 
-    def __init__(self) -> None:
-        self.inner = httpcore2.SyncBackend()
+    def __init__(self, sock: socket.socket, timeouts: dict[str, Any]):
+        self.sock, self.timeouts = sock, timeouts
+        self._files = 0
+        self._closed = False
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, **options: Any) -> _Stream:
-        bound = bounded(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self.inner.connect_tcp(host, port, bound, **options))
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self.sock.settimeout(bounded(self.timeouts.get("read"), _Expired))
+        return self.sock.recv_into(buffer, nbytes, flags)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, **options: Any) -> _Stream:
-        bound = bounded(timeout, httpcore2.ConnectTimeout)
-        return _Stream(self.inner.connect_unix_socket(path, bound, **options))
+    def sendall(self, data: Any) -> None:
+        self.sock.settimeout(bounded(self.timeouts.get("write"), _Expired))  # it bounds the whole `sendall`
+        self.sock.sendall(data)
 
-    def sleep(self, seconds: float) -> None:
-        self.inner.sleep(seconds)
+    def makefile(self, mode: str = "rb", buffering: int | None = None, **_: Any) -> io.BufferedReader:
+        self._files += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"), buffering or io.DEFAULT_BUFFER_SIZE)  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:  # a file from `makefile` closed (what `socket.socket` counts too)
+        self._files -= 1
+        if self._closed and self._files <= 0:
+            self.sock.close()
+
+    def close(self) -> None:  # the socket itself closes when its last file does
+        self._closed = True
+        if self._files <= 0:
+            self.sock.close()
+
+    def setsockopt(self, *args: Any) -> None:
+        self.sock.setsockopt(*args)
+
+    def dropped(self) -> bool:
+        """Whether the idle connection has something to read: the server closed it (or wrote out of turn), so
+        it cannot carry the next request."""
+        return bool(select.select([self.sock], [], [], 0)[0])
+
+
+class _Connection(http.client.HTTPConnection):
+    """One kept-alive connection to an origin; `connect` and the TLS handshake end by the deadline, and the
+    socket it hands `http.client` bounds each read and write (`_BoundedSocket`)."""
+
+    def __init__(self, scheme: str, host: str, port: int, ssl_context: Any):
+        super().__init__(host, port)
+        self.scheme, self.ssl_context = scheme, ssl_context
+        self.timeouts: dict[str, Any] = {}
+        """The per-operation timeouts of the request in flight (httpx's `timeout` extension); its socket reads
+        them."""
+
+    def connect(self) -> None:
+        connect_s = bounded(self.timeouts.get("connect"), _Expired)
+        sock = socket.create_connection((self.host, self.port), connect_s)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.scheme == "https":
+                sock.settimeout(bounded(self.timeouts.get("connect"), _Expired))
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = _BoundedSocket(sock, self.timeouts)
 
 
 @contextmanager
-def httpx_errors(request: httpx2.Request) -> Iterator[None]:
-    """httpcore's errors as the httpx errors of the same name, which the SDKs classify (a timeout → the
-    SDK's timeout error)."""
+def httpx_errors(request: httpx2.Request, phase: str) -> Iterator[None]:
+    """The standard library's failures as the httpx errors the SDKs classify (a timeout → the SDK's timeout
+    error, a refused or broken connection → its connection error); `phase` is connect, write or read."""
     try:
         yield
-    except httpcore2.TimeoutException as error:  # ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
-        kind = getattr(httpx2, type(error).__name__, httpx2.TimeoutException)
-        raise kind(str(error), request=request) from error
-    except httpcore2.NetworkError as error:  # ConnectError, ReadError, WriteError
-        kind = getattr(httpx2, type(error).__name__, httpx2.NetworkError)
-        raise kind(str(error), request=request) from error
-    except httpcore2.ProtocolError as error:  # RemoteProtocolError, LocalProtocolError
-        kind = getattr(httpx2, type(error).__name__, httpx2.ProtocolError)
-        raise kind(str(error), request=request) from error
+    except (CrossOriginRedirect, ReplyTooLarge):
+        raise
+    except TimeoutError as error:  # socket timeouts and a passed deadline (`_Expired`)
+        kind = {"connect": httpx2.ConnectTimeout, "write": httpx2.WriteTimeout}.get(phase, httpx2.ReadTimeout)
+        raise kind(str(error) or f"{phase} timed out", request=request) from error
+    except http.client.HTTPException as error:  # a malformed status line or header, a reply cut short
+        raise httpx2.RemoteProtocolError(f"{type(error).__name__}: {error}", request=request) from error
+    except OSError as error:  # refused, reset, TLS verification failed
+        kind = {"connect": httpx2.ConnectError, "write": httpx2.WriteError}.get(phase, httpx2.ReadError)
+        raise kind(f"{type(error).__name__}: {error}", request=request) from error
 
 
 class _Body(httpx2.SyncByteStream):
-    """A response body read from the pool (its stream releases the connection on `close`), at most `limit`
-    bytes of it."""
+    """A reply body, at most `limit` bytes of it, read as it arrives. Read to its end, its connection stays open
+    for the next request; closed before, the connection is closed with it."""
 
-    def __init__(self, request: httpx2.Request, stream: Any, limit: int):
-        self.request = request
-        self.stream = stream
-        self.limit = limit
+    def __init__(
+        self, request: httpx2.Request, reply: http.client.HTTPResponse, connection: _Connection, limit: int
+    ):
+        self.request, self.reply, self.connection, self.limit = request, reply, connection, limit
+        self.ended = False
 
     def __iter__(self) -> Iterator[bytes]:
         read = 0
-        with httpx_errors(self.request):
-            for chunk in self.stream:
+        with httpx_errors(self.request, "read"):
+            while chunk := self.reply.read1(CHUNK):
                 read += len(chunk)
                 if read > self.limit:
                     raise ReplyTooLarge(
@@ -120,49 +158,81 @@ class _Body(httpx2.SyncByteStream):
                         "(model.max_reply_bytes); the rest was not read"
                     )
                 yield chunk
+        self.ended = True
 
     def close(self) -> None:
-        self.stream.close()
+        if not self.ended:  # left before its end: what is left of it would be read as the next reply
+            self.connection.close()
+        self.reply.close()
 
 
 class DeadlineTransport(httpx2.BaseTransport):
-    """A direct connection (no proxy) on the deadline-bounded backend; `ssl_context` verifies https."""
+    """A direct connection (no proxy) per origin, bounded by the deadline; `ssl_context` verifies https."""
 
     def __init__(self, ssl_context: Any, max_reply_bytes: int):
-        self.pool = httpcore2.ConnectionPool(ssl_context=ssl_context, network_backend=_Backend())
+        self.ssl_context = ssl_context
         self.max_reply_bytes = max_reply_bytes
+        self.connections: dict[tuple[str, str, int | None], _Connection] = {}
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        core = httpcore2.Request(
-            method=request.method,
-            url=httpcore2.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
+        scheme, host, port = key = origin(request.url)
+        if scheme not in ("http", "https"):
+            raise httpx2.UnsupportedProtocol(f"{scheme!r} is not http or https", request=request)
+        connection = self.connections.get(key)
+        if connection is None:
+            connection = self.connections[key] = _Connection(scheme, host, port or 0, self.ssl_context)
+        connection.timeouts.clear()  # the dict its socket reads: this request's timeouts, not the last one's
+        connection.timeouts.update(request.extensions.get("timeout") or {})
+        if connection.sock is not None and connection.sock.dropped():
+            connection.close()  # the server closed it while it was idle: a new one, never the request sent twice
+        try:
+            reply = self._exchange(connection, request, request.read())
+        except BaseException:
+            connection.close()  # a request half sent or a reply half read: the connection cannot carry another
+            raise
+        headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in reply.getheaders()]
+        response = httpx2.Response(
+            status_code=reply.status,
+            headers=headers,
+            stream=_Body(request, reply, connection, self.max_reply_bytes),
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": reply.reason.encode("latin-1", "replace"),
+            },
         )
-        with httpx_errors(request):
-            response = self.pool.handle_request(core)
-        reply = httpx2.Response(
-            status_code=response.status,
-            headers=response.headers,
-            stream=_Body(request, response.stream, self.max_reply_bytes),
-            extensions=response.extensions,
-        )
-        if response.status in REDIRECTS and "location" in reply.headers:
-            target = request.url.join(reply.headers["location"])
+        if reply.status in REDIRECTS and "location" in response.headers:
+            target = request.url.join(response.headers["location"])
             if origin(target) != origin(request.url):
-                response.stream.close()
+                connection.close()
+                reply.close()
                 raise CrossOriginRedirect(
                     f"{request.url.copy_with(query=None, username=None, password=None)} redirected to another "
                     f"origin, {target.copy_with(query=None, username=None, password=None)}: not followed, "
                     "nothing (no key, no prompt) was sent there; point base_url at the server itself"
                 )
-        return reply
+        return response
+
+    def _exchange(
+        self, connection: _Connection, request: httpx2.Request, body: bytes
+    ) -> http.client.HTTPResponse:
+        """Send `request` on `connection` (connecting it first when it is not) and read the reply's head."""
+        if connection.sock is None:
+            with httpx_errors(request, "connect"):
+                connection.connect()
+        with httpx_errors(request, "write"):
+            connection.putrequest(
+                request.method,
+                request.url.raw_path.decode("ascii"),
+                skip_host=True,
+                skip_accept_encoding=True,
+            )
+            for name, value in request.headers.raw:
+                connection.putheader(name, value)
+            connection.endheaders(body or None)
+        with httpx_errors(request, "read"):
+            return connection.getresponse()
 
     def close(self) -> None:
-        self.pool.close()
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()

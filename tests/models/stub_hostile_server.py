@@ -1,8 +1,9 @@
 """A loopback HTTP server that misbehaves on purpose, for the bounds every remote call must hold: it redirects
 to another origin (or within its own), streams a reply that never ends (bounded: at most 64 MB, or until the
 client hangs up), answers a models listing of the wrong shape, nested too deep or carrying terminal escapes, sends
-usage values that are no token counts, or echoes the caller's key as the served model's name. It records every
-request it got (method, path, lower-cased headers)."""
+usage values that are no token counts, or echoes the caller's key as the served model's name. With `keep_alive`
+(HTTP/1.1, connections kept open between requests) it can also close a connection after a reply without saying so
+(`drop`) or send 2 MB of reply (`large`). It records every request it got (method, path, lower-cased headers)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,15 @@ def completion(prompt_tokens: str = "3", served: str = "m") -> bytes:
 class Server:
     """A loopback HTTP server whose answer to every request is chosen by `mode`; it records what it got."""
 
-    def __init__(self, mode: str = "ok", elsewhere: str = ""):
+    def __init__(self, mode: str = "ok", elsewhere: str = "", *, keep_alive: bool = False):
         self.mode, self.elsewhere, self.seen = mode, elsewhere, []
+        self.peers: list[int] = []
+        """The client port of each request: one port for the requests of one connection."""
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, *args):  # quiet
                 pass
 
@@ -45,6 +50,7 @@ class Server:
 
     def answer(self, h: BaseHTTPRequestHandler) -> None:
         self.seen.append((h.command, h.path, {k.lower(): v for k, v in h.headers.items()}))
+        self.peers.append(h.client_address[1])
         mode = self.mode
         if mode.startswith("redirect:"):  # another status or target: redirect:<status>:<url prefix>
             _, status, prefix = mode.split(":", 2)
@@ -77,6 +83,8 @@ class Server:
                 "shape": b'{"data": 5}',
                 "escape": b'{"data": [{"id": "evil\\u001b[2J"}]}',
             }.get(mode, b'{"data": [{"id": "m"}]}')
+        elif mode == "large":  # 2 MB of a reply whose length is said, on a connection that is kept
+            body = b" " * (2 << 20)
         elif mode == "echo":  # the served model's name is the caller's key
             body = completion(served=h.headers.get("authorization", "").removeprefix("Bearer "))
         else:
@@ -85,7 +93,12 @@ class Server:
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
-        h.wfile.write(body)
+        try:
+            h.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # a client that stopped reading (`large`)
+            return
+        if mode == "drop":
+            h.close_connection = True  # closed once the reply is written, with no `Connection: close` said
 
     def close(self) -> None:
         self.http.shutdown()

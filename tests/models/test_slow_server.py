@@ -230,3 +230,14 @@ def counted(server: StandinServer, answered: int):
 def test_stream_is_true_false_or_auto():
     with pytest.raises(ValueError, match="model.stream must be true, false or auto"):
         OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, stream="sometimes")
+
+
+def test_a_reply_read_whole_after_a_streamed_one_waits_for_its_own_deadline_on_the_same_connection(slow):
+    prompt = policy()
+    short = Prompt(prompt.messages, schema=prompt.schema, max_tokens=60)
+    streamed = model(slow, stream=True)
+    whole = model(slow, stream=False, min_tokens_per_s=10.0)  # 1 s + 60 / 10 s: past the 3 s of writing
+    assert streamed.client[1] is whole.client[1]  # one client, one kept connection, for both
+    streamed.generate(short)  # each read bounded by `timeout`, 1 s
+    reply = whole.generate(short)  # one read of 3 s: bounded by this call's deadline, not the last call's 1 s
+    assert json.loads(reply.text) == {"thought": "x", "action": "open door"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import tracemalloc
 
 import pytest
@@ -73,6 +74,36 @@ def test_a_chat_reply_that_never_ends_is_cut_at_the_byte_bound_with_flat_memory(
         finally:
             tracemalloc.stop()
     assert peak < 8 * CAP
+
+
+def test_a_kept_connection_is_reused_and_one_cut_short_is_not():
+    server = Server(keep_alive=True)
+    try:
+        chat = model(server, max_reply_bytes=CAP)
+        assert [chat.generate(PROMPT).text for _ in range(3)] == ["hi"] * 3
+        server.mode = "large"
+        with pytest.raises(ReplyRefused, match="max_reply_bytes"):
+            chat.generate(PROMPT)
+        server.mode = "ok"  # the rest of the large reply is not read as this one's
+        assert chat.generate(PROMPT).text == "hi"
+    finally:
+        server.close()
+    first, second, third, cut, after = server.peers
+    assert first == second == third  # one connection for the three whole replies
+    assert after != cut  # a new one after the reply cut short
+
+
+def test_a_kept_connection_the_server_closed_while_idle_is_replaced_and_nothing_is_sent_twice():
+    server = Server("drop", keep_alive=True)
+    try:
+        chat = model(server)
+        for _ in range(3):
+            assert chat.generate(PROMPT).text == "hi"
+            time.sleep(0.2)  # the server's close reaches the client while the connection is idle
+    finally:
+        server.close()
+    assert len(server.seen) == 3
+    assert len(set(server.peers)) == 3
 
 
 def test_a_models_listing_that_never_ends_is_one_line_within_the_bound():
