@@ -46,9 +46,10 @@ _THREAD = threading.local()
 """Each thread's SDK clients, one per endpoint setting: a connection kept open, never a source of answers.
 
 One client per thread rather than one per process: a thread has at most one request in flight, so its
-pool holds one connection, where a pool shared by 64 threads scans all 64 of its connections (and polls
-each idle one) for every request, ~2 ms of CPU per call under the interpreter lock. The endpoint budget is
-a run object (`budget.py`), not thread or module state."""
+transport keeps one connection (`transport.py`, not safe to share between threads), where the pool of a client
+shared by 64 threads (httpcore's, before) scanned all 64 of its connections and polled each idle one for every
+request, ~2 ms of CPU per call under the interpreter lock. The endpoint budget is a run object (`budget.py`),
+not thread or module state."""
 
 
 _TLS_LOCK = threading.Lock()
