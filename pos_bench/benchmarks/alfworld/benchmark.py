@@ -75,10 +75,12 @@ def goal_of(text: str) -> str:
     return rest.strip() if marker else ""
 
 
-LOADING = threading.Lock()
-"""TextWorld parses a game's PDDL with one module-wide parser that is not thread-safe (two games loading at once
-in one process fail with `IndexError: pop from empty list`): games load one at a time; their steps still overlap.
-Episodes in threads of one process are `runner.backend=threading` and `inspect eval pos_bench/alfworld`."""
+ENGINE = threading.Lock()
+"""TextWorld has one module-wide text parser that is not thread-safe, and a game uses it when it loads (its PDDL)
+and in every step (the admissible commands' text): two games at once in one process fail with `IndexError: pop
+from empty list`. So the games of a process load and step one at a time. Episodes in threads of one process are
+`runner.backend=threading`, a Ray actor's threads and `inspect eval pos_bench/alfworld`; their model calls still
+overlap, and a step is mostly Python, which the interpreter's lock runs one at a time anyway."""
 
 
 class Planners:
@@ -174,7 +176,7 @@ class AlfWorldEnv:
         request = self._textworld.EnvInfos(
             won=True, admissible_commands=True, facts=self.keeps_truth, extras=extras
         )
-        with LOADING:
+        with ENGINE:
             self._game = self._started(gamefile, request, wrappers)
             self._state = self._game.reset()
         self._steps = 0
@@ -198,7 +200,8 @@ class AlfWorldEnv:
             raise RuntimeError("AlfWorldEnv.step called before reset")
         # A tool call or blank command is not a command; the engine answers it like any unknown one.
         command = action.strip() if isinstance(action, str) else ""
-        self._state, _, _ = self._game.step(command)
+        with ENGINE:
+            self._state, _, _ = self._game.step(command)
         self._steps += 1
         return self._observe()
 

@@ -301,16 +301,26 @@ def test_the_expert_wins_a_valid_seen_tree_through_the_command_line_config(
 
 
 @pytest.mark.engine
-def test_games_load_in_threads_of_one_process(tarball: Path, engine: None) -> None:
-    """TextWorld's PDDL parser is shared by the process: without the loading lock, two games loading at once
-    (episodes in threads: runner.backend=threading, inspect's samples) fail with `pop from empty list`."""
+def test_games_load_and_step_in_threads_of_one_process(tarball: Path, engine: None) -> None:
+    """TextWorld's PDDL parser is shared by the process, and a game uses it when it loads and again in every
+    step (the admissible commands' text): without the engine lock, two games at once in threads
+    (runner.backend=threading, Ray's threads per actor, inspect's samples) fail with `pop from empty list`."""
     from concurrent.futures import ThreadPoolExecutor
 
     bench = AlfWorldBenchmark(tarball, limit=4)
     envs = [bench.make_env(ScriptedModel()) for _ in bench.tasks()]
+
+    def play(pair) -> list[str]:
+        """The texts of the first observation and of 15 steps, each taking the last admissible command."""
+        env, task = pair
+        seen = [env.reset(task)]
+        for _ in range(15):
+            seen.append(env.step(seen[-1].actions[-1]))
+        return [obs.text for obs in seen]
+
     with ThreadPoolExecutor(4) as pool:
-        firsts = list(pool.map(lambda pair: pair[0].reset(pair[1]), zip(envs, bench.tasks(), strict=True)))
-    assert all(first.actions for first in firsts)
+        in_threads = list(pool.map(play, zip(envs, bench.tasks(), strict=True)))
+    assert in_threads == [play(pair) for pair in zip(envs, bench.tasks(), strict=True)]
     for env in envs:
         env.close()
 
