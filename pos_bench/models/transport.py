@@ -125,8 +125,6 @@ def httpx_errors(request: httpx2.Request, phase: str) -> Iterator[None]:
     error, a refused or broken connection → its connection error); `phase` is connect, write or read."""
     try:
         yield
-    except (CrossOriginRedirect, ReplyTooLarge):
-        raise
     except TimeoutError as error:  # socket timeouts and a passed deadline (`_Expired`)
         kind = {"connect": httpx2.ConnectTimeout, "write": httpx2.WriteTimeout}.get(phase, httpx2.ReadTimeout)
         raise kind(str(error) or f"{phase} timed out", request=request) from error

@@ -108,7 +108,12 @@ def test_pos_plays_against_the_served_embedded_model_through_the_smollm2_server_
 
     with serve_embedded(n_ctx=8192) as base_url:
         cmd = [sys.executable, "-m", "pos_bench", "bench=toy", "bench.n_tasks=1", "bench.max_turns=1"]
-        cmd += ["method=pos", "model=smollm2_server", f"model.base_url={base_url}", f"results_root={tmp_path}"]
+        cmd += [
+            "method=pos",
+            "model=smollm2_server",
+            f"model.base_url={base_url}",
+            f"results_root={tmp_path}",
+        ]
         out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     (results,) = tmp_path.glob("toy/pos/smollm2_server/*/results.jsonl")
