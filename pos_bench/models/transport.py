@@ -14,25 +14,37 @@ Two more bounds hold for every request that goes through it (the SDKs' chat call
   is followed by the client as usual;
 - a reply body larger than `max_reply_bytes` is cut off with `ReplyTooLarge` as soon as it passes the bound, so a
   reply that never ends costs at most that much memory.
+
+A streamed reply's events are read a few at a time rather than one wakeup per token (`STREAM_PACE`).
 """
 
 from __future__ import annotations
 
 import http.client
 import io
+import math
 import select
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx2
 
-from pos_bench.models.deadline import bounded
+from pos_bench.models.deadline import bounded, remaining
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 65536
-"""The most one read of a reply body asks for; a streamed reply's events come as soon as they arrive."""
+"""The most one read of a reply body asks for."""
+STREAM_PACE = 0.05
+"""The least time between two reads of the socket while a streamed reply (server-sent events) arrives.
+
+A serving stack sends each token as an event of its own, and a client that wakes for each one pays a wakeup per
+token: against a loopback server sending 1,000 one-token events 1 ms apart, about 70 µs of CPU per event, where the
+same events read from the buffer cost 12 µs each. Waiting until this long after the last read that found nothing
+more lets the events that came meanwhile be read at once (68–72 → 20–24 ms of CPU per call there); a reply ends at
+most this much later, and a server's silence is seen after `timeout` plus this (docs/fullsize.md)."""
 
 
 class CrossOriginRedirect(Exception):
@@ -60,12 +72,21 @@ class _BoundedSocket:
 
     def __init__(self, sock: socket.socket, timeouts: dict[str, Any]):
         self.sock, self.timeouts = sock, timeouts
+        self.pace = 0.0
+        """The least seconds between two reads that each found everything the server had sent (`STREAM_PACE`
+        while a streamed reply is read, else 0); a read that filled its buffer is followed at once."""
+        self._caught_up_at = -math.inf
         self._files = 0
         self._closed = False
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        if self.pace and (wait := self._caught_up_at + self.pace - time.monotonic()) > 0:
+            time.sleep(max(0.0, min(wait, remaining())))
         self.sock.settimeout(bounded(self.timeouts.get("read"), _Expired))
-        return self.sock.recv_into(buffer, nbytes, flags)
+        read = self.sock.recv_into(buffer, nbytes, flags)
+        if read < (nbytes or len(buffer)):  # less than asked: nothing more had come
+            self._caught_up_at = time.monotonic()
+        return read
 
     def sendall(self, data: Any) -> None:
         self.sock.settimeout(bounded(self.timeouts.get("write"), _Expired))  # it bounds the whole `sendall`
@@ -135,27 +156,43 @@ def httpx_errors(request: httpx2.Request, phase: str) -> Iterator[None]:
         raise kind(f"{type(error).__name__}: {error}", request=request) from error
 
 
+def is_event_stream(reply: http.client.HTTPResponse) -> bool:
+    return (reply.getheader("content-type") or "").startswith("text/event-stream")
+
+
 class _Body(httpx2.SyncByteStream):
-    """A reply body, at most `limit` bytes of it, read as it arrives. Read to its end, its connection stays open
-    for the next request; closed before, the connection is closed with it."""
+    """A reply body, at most `limit` bytes of it, read as it arrives (server-sent events at `STREAM_PACE`). Read
+    to its end, its connection stays open for the next request; closed before, the connection is closed with it."""
 
     def __init__(
-        self, request: httpx2.Request, reply: http.client.HTTPResponse, connection: _Connection, limit: int
+        self,
+        request: httpx2.Request,
+        reply: http.client.HTTPResponse,
+        connection: _Connection,
+        limit: int,
+        sock: _BoundedSocket,
     ):
         self.request, self.reply, self.connection, self.limit = request, reply, connection, limit
+        self.sock = sock
+        """The socket the reply is read from (the connection's, which `http.client` lets go of once it knows the
+        reply ends the connection)."""
         self.ended = False
 
     def __iter__(self) -> Iterator[bytes]:
         read = 0
-        with httpx_errors(self.request, "read"):
-            while chunk := self.reply.read1(CHUNK):
-                read += len(chunk)
-                if read > self.limit:
-                    raise ReplyTooLarge(
-                        f"the reply from {self.request.url.copy_with(query=None)} passed {self.limit:,} bytes "
-                        "(model.max_reply_bytes); the rest was not read"
-                    )
-                yield chunk
+        self.sock.pace = STREAM_PACE if is_event_stream(self.reply) else 0.0
+        try:
+            with httpx_errors(self.request, "read"):
+                while chunk := self.reply.read1(CHUNK):
+                    read += len(chunk)
+                    if read > self.limit:
+                        raise ReplyTooLarge(
+                            f"the reply from {self.request.url.copy_with(query=None)} passed {self.limit:,} "
+                            "bytes (model.max_reply_bytes); the rest was not read"
+                        )
+                    yield chunk
+        finally:
+            self.sock.pace = 0.0
         self.ended = True
 
     def close(self) -> None:
@@ -184,7 +221,7 @@ class DeadlineTransport(httpx2.BaseTransport):
         if connection.sock is not None and connection.sock.dropped():
             connection.close()  # the server closed it while it was idle: a new one, never the request sent twice
         try:
-            reply = self._exchange(connection, request, request.read())
+            reply, sock = self._exchange(connection, request, request.read())
         except BaseException:
             connection.close()  # a request half sent or a reply half read: the connection cannot carry another
             raise
@@ -192,7 +229,7 @@ class DeadlineTransport(httpx2.BaseTransport):
         response = httpx2.Response(
             status_code=reply.status,
             headers=headers,
-            stream=_Body(request, reply, connection, self.max_reply_bytes),
+            stream=_Body(request, reply, connection, self.max_reply_bytes, sock),
             extensions={
                 "http_version": b"HTTP/1.1",
                 "reason_phrase": reply.reason.encode("latin-1", "replace"),
@@ -212,11 +249,13 @@ class DeadlineTransport(httpx2.BaseTransport):
 
     def _exchange(
         self, connection: _Connection, request: httpx2.Request, body: bytes
-    ) -> http.client.HTTPResponse:
-        """Send `request` on `connection` (connecting it first when it is not) and read the reply's head."""
+    ) -> tuple[http.client.HTTPResponse, _BoundedSocket]:
+        """Send `request` on `connection` (connecting it first when it is not) and read the reply's head; the
+        reply and the socket it is read from."""
         if connection.sock is None:
             with httpx_errors(request, "connect"):
                 connection.connect()
+        sock = connection.sock
         with httpx_errors(request, "write"):
             connection.putrequest(
                 request.method,
@@ -228,7 +267,7 @@ class DeadlineTransport(httpx2.BaseTransport):
                 connection.putheader(name, value)
             connection.endheaders(body or None)
         with httpx_errors(request, "read"):
-            return connection.getresponse()
+            return connection.getresponse(), sock
 
     def close(self) -> None:
         for connection in self.connections.values():

@@ -164,6 +164,29 @@ def test_a_reply_streamed_one_token_at_a_time_costs_the_client_little_cpu():
     assert spent < 0.04  # ~300 events; the SDK's typed chunks took ~60 ms here
 
 
+def test_events_that_arrive_one_at_a_time_are_read_together(monkeypatch):
+    """A serving stack sends each token as an event of its own; the client reads the socket at most once per
+    `STREAM_PACE` once it has caught up, so it wakes a few times per second instead of once per token."""
+    from pos_bench.models import transport
+
+    reads = []
+    recv_into = transport._BoundedSocket.recv_into
+
+    def counted(self, *args, **kwargs):
+        reads.append(self.pace)
+        return recv_into(self, *args, **kwargs)
+
+    monkeypatch.setattr(transport._BoundedSocket, "recv_into", counted)
+    service = ServiceModel(tokens_per_s=1000, batch_tokens_per_s=50000, first_token_s=0.0)
+    with StandinServer(Settings(service=service, reply_tokens=300, chunk_seconds=0.001)) as server:
+        reply = model(server, stream=True).generate(policy())
+        whole = model(server).generate(policy())
+    assert reply.usage.output_tokens == 300 and json.loads(reply.text)["action"] == "open door"
+    paced = [pace for pace in reads if pace]
+    assert 0 < len(paced) < 60, f"{len(paced)} reads of ~300 events over ~0.3 s"
+    assert whole.text == reply.text and reads[-1] == 0.0  # a reply read whole is not paced
+
+
 def test_a_refused_streamed_request_is_a_rate_limit_to_retry():
     from pos_bench.standin.server import Faults
 
