@@ -63,13 +63,14 @@ def test_a_reply_longer_than_max_tokens_is_cut_with_finish_reason_length():
 def test_64_requests_in_flight_are_served_together_at_the_modelled_pace_without_burning_cpu():
     model = ServiceModel(tokens_per_s=10, batch_tokens_per_s=200, prefill_tokens_per_s=1e6, first_token_s=0.0)
     with StandinServer(Settings(service=model)) as server:
-        sdk, seconds, outputs = client(server), [], []
+        sdk, seconds, outputs, clients_cpu = client(server), [], [], []
 
         def one(index: int) -> None:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             reply = sdk.chat.completions.create(**request(f"request {index}"))
             seconds.append(time.perf_counter() - started)
             outputs.append(reply.usage.completion_tokens)
+            clients_cpu.append(time.thread_time() - cpu)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(64)]
         started = time.perf_counter()
@@ -82,7 +83,8 @@ def test_64_requests_in_flight_are_served_together_at_the_modelled_pace_without_
     bound = service_bound([[CallCost(0, 0, n)] for n in outputs], 64, model)
     assert stats.max_in_flight == 64 and stats.answered == 64
     assert bound * 0.95 <= wall <= bound + 3.0  # never faster than the model; slack for a loaded machine
-    assert stats.cpu_seconds < 0.25 * wall  # the handlers sleep while they wait
+    # the handlers sleep while they wait: the process's CPU less the 64 SDK clients' that share it
+    assert stats.cpu_seconds - sum(clients_cpu) < 0.25 * wall
 
 
 @pytest.mark.parametrize(
