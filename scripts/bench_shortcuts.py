@@ -4,10 +4,10 @@
   per episode: benchmark, model, method);
 - `prompting.py`: the policy reply schema filled in from a per-shape template vs built by pydantic (one per
   policy prompt);
-- the OpenAI SDK's typed `chat.completions.create` vs its low-level `post` with the body read as plain JSON
-  (one per model call), against the loopback stub; only the calling thread's CPU is counted, so the stub's
-  own work is not. The typed call is what `models/openai.py` uses: ~1 ms per call is nothing next to an
-  endpoint's 0.5-30 s.
+- `models/direct.py`: a chat request posted straight onto the SDK client's HTTP client vs the SDK's own
+  low-level `post` (one per model call; both read the body as plain JSON, on the transport `models/openai.py`
+  uses), against the loopback stub; only the calling thread's CPU is counted, so the stub's own work is not.
+  The SDK's typed `chat.completions.create` costs more again (docs/fullsize.md, "Slow servers").
 (`redact.py` had a fast path too, writing an event's JSON as it is when no secret shows in it: it saved
 0.03 ms per event and was removed.)
 
@@ -62,17 +62,14 @@ def schemas(calls: int) -> tuple[float, float]:
 
 
 def client_calls(calls: int) -> tuple[float, float]:
-    import httpx
     import openai
 
+    from pos_bench.models.direct import post_json
+    from pos_bench.models.openai import OpenAIModel
+
     with StubOpenAI() as stub:
-        client = openai.OpenAI(
-            api_key="loopback",
-            base_url=f"{stub.url}/v1",
-            max_retries=0,
-            timeout=PATIENT,
-            http_client=httpx.Client(),
-        )
+        model = OpenAIModel("stub", base_url=f"{stub.url}/v1", api_key_env=None, timeout=PATIENT)
+        client = model.client[1]  # the SDK client on pos_bench's transport
         body = {
             "model": "stub",
             "messages": [{"role": "user", "content": "Pick one action.\n- look\n- go to shelf 1"}],
@@ -80,13 +77,17 @@ def client_calls(calls: int) -> tuple[float, float]:
             "temperature": 0.0,
         }
 
-        def typed(i: int) -> object:
-            return client.chat.completions.create(**body).model_dump()
+        def direct(i: int) -> object:
+            response = post_json(openai, client, "chat/completions", body, PATIENT)
+            try:
+                return json.loads(response.read())
+            finally:
+                response.close()
 
-        def low_level(i: int) -> object:
+        def sdk_post(i: int) -> object:
             return json.loads(client.post("/chat/completions", body=body, cast_to=bytes))
 
-        return cpu_ms(low_level, calls, time.thread_time), cpu_ms(typed, calls, time.thread_time)
+        return cpu_ms(direct, calls, time.thread_time), cpu_ms(sdk_post, calls, time.thread_time)
 
 
 def main() -> None:
@@ -96,7 +97,7 @@ def main() -> None:
     rows = [
         ("build: cached partial vs instantiate (per build)", *builds(args.calls)),
         ("prompting: schema template vs pydantic (per policy prompt)", *schemas(args.calls)),
-        ("openai: low-level post vs typed create (per call)", *client_calls(args.calls)),
+        ("openai: direct post vs the SDK's post (per call)", *client_calls(args.calls)),
     ]
     print(f"{'shortcut vs plain code':<60} {'shortcut ms':>12} {'plain ms':>9} {'saves ms':>9}")
     for name, shortcut, plain in rows:

@@ -9,6 +9,7 @@ The episode's trial (from 1 on) is sent as `seed`. The reply is validated by the
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
@@ -31,9 +32,6 @@ from pos_bench.types import Prompt, Reply, Usage
 
 ResponseMode = Literal["json_schema", "json_object", "none"]
 StreamMode = bool | Literal["auto"]
-
-RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
-"""The SDK's request option for a reply it hands back unread (what its `with_streaming_response` sets)."""
 
 
 class OpenAIModel(RemoteModel):
@@ -171,23 +169,17 @@ class OpenAIModel(RemoteModel):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        # The body goes out as built, through the SDK client's own `post` (its auth, base URL, error classes):
-        # the typed `chat.completions.create` walks every message and schema node to transform it and builds
-        # typed objects of the reply, ~1.5 ms of CPU per call, more than the HTTP exchange itself. The reply is
-        # read unparsed (the SDK's raw-stream header), whole or as server-sent events, and always to its end,
-        # so the connection goes back to the pool (a stream left at `[DONE]` closes it, and the next call opens
-        # a new one: a TCP, and on a remote endpoint a TLS, handshake per call).
+        # The body goes out as built, straight onto the SDK client's HTTP client (`direct.py`): the typed
+        # `chat.completions.create` walks every message and schema node and builds typed objects of the reply, and
+        # even the SDK's plain `post` costs ~0.4 ms of CPU more per call. The reply is read whole or as server-sent
+        # events, and always to its end, so the connection goes back to the pool (a stream left at `[DONE]`
+        # closes it, and the next call opens a new one: a TCP, and on a remote endpoint a TLS, handshake per call).
         # Not streamed, one read may take the call's overall deadline; streamed, each read is bounded by
         # `timeout` (the client's) and the whole by the overall deadline (`RemoteModel.generate`).
-        import httpx2  # the SDK's HTTP library, loaded with it
+        from pos_bench.models.direct import post_json  # httpx2, loaded with the SDK at the first call
 
         seconds = self.timeout if stream else self.call_seconds(prompt.max_tokens)
-        response = client.post(
-            "/chat/completions",
-            cast_to=httpx2.Response,
-            body=body,
-            options={"headers": {RAW_STREAM_HEADER: "stream"}, "timeout": seconds},
-        )
+        response = post_json(importlib.import_module(self.sdk), client, "chat/completions", body, seconds)
         try:
             if not stream:
                 return completion_reply(json.loads(response.read()))

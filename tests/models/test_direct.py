@@ -1,0 +1,94 @@
+"""A JSON POST on the SDK client's own HTTP client: the request the SDK would send, the errors it would raise."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import openai
+import pytest
+
+from pos_bench.models.direct import post_json
+from pos_bench.models.endpoint import RemoteModel
+from pos_bench.models.openai import OpenAIModel
+from tests.models.stub_openai_server import PATIENT, StubOpenAI
+
+KEY = "sk-direct-test-0123456789"
+BODY = {
+    "model": "stub-model",
+    "messages": [{"role": "user", "content": "Pick one, café ☕ 𝄞:\n- look\n- open fridge 1"}],
+    "max_tokens": 16,
+    "temperature": 0.0,
+}
+PER_REQUEST = {"x-stainless-retry-count", "x-stainless-read-timeout", "x-stainless-raw-response"}
+"""Headers the SDK's `post` adds for its own retry loop and raw-read mode, about the request rather than the
+client."""
+
+
+@pytest.fixture
+def stub():
+    with StubOpenAI() as server:
+        yield server
+
+
+def client_of(stub: StubOpenAI, monkeypatch) -> openai.OpenAI:
+    monkeypatch.setenv("DIRECT_TEST_KEY", KEY)
+    model: RemoteModel = OpenAIModel(
+        "stub-model", base_url=f"{stub.url}/v1", api_key_env="DIRECT_TEST_KEY", timeout=PATIENT
+    )
+    return model.client[1]
+
+
+def answer(response: httpx2.Response) -> str:
+    """The reply's text, its body read to the end (which keeps the connection)."""
+    try:
+        return json.loads(response.read())["choices"][0]["message"]["content"]
+    finally:
+        response.close()
+
+
+def test_the_request_is_the_one_the_sdk_would_send(stub, monkeypatch):
+    client = client_of(stub, monkeypatch)
+    by_sdk = client.post(
+        "/chat/completions",
+        cast_to=httpx2.Response,
+        body=BODY,
+        options={"headers": {"X-Stainless-Raw-Response": "stream"}},
+    )
+    assert answer(by_sdk) == answer(post_json(openai, client, "chat/completions", BODY, PATIENT))
+    by_sdk, direct = stub.headers
+    assert stub.requests[0] == stub.requests[1] == BODY  # the non-ASCII text arrives as it was
+    assert {k: v for k, v in by_sdk.items() if k not in PER_REQUEST} == direct
+    assert direct["authorization"] == f"Bearer {KEY}"
+    assert direct["user-agent"].startswith("OpenAI/Python")
+    assert direct["content-type"] == "application/json"
+    assert len(stub.connections) == 1  # one kept connection for both
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [("429", openai.RateLimitError), ("500", openai.InternalServerError), ("400", openai.BadRequestError)],
+)
+def test_a_failed_status_raises_the_sdks_error_with_the_response(stub, monkeypatch, fault, error):
+    client = client_of(stub, monkeypatch)
+    stub.faults.retry_after = "3"
+    stub.faults.push(fault)
+    with pytest.raises(error) as raised:
+        post_json(openai, client, "chat/completions", BODY, PATIENT)
+    assert raised.value.status_code == int(fault)
+    assert isinstance(raised.value.body, dict)  # the body was read, as the SDK reads it
+    if fault == "429":
+        assert raised.value.response.headers["retry-after"] == "3"
+    assert answer(post_json(openai, client, "chat/completions", BODY, PATIENT))  # the connection serves on
+
+
+def test_no_answer_in_time_is_the_sdks_timeout_and_no_server_its_connection_error(stub, monkeypatch):
+    client = client_of(stub, monkeypatch)
+    stub.faults.hang_seconds = 3.0
+    stub.faults.push("hang")
+    with pytest.raises(openai.APITimeoutError):
+        post_json(openai, client, "chat/completions", BODY, 0.5)
+    stub.stop()
+    with pytest.raises(openai.APIConnectionError) as raised:
+        post_json(openai, client, "chat/completions", BODY, 0.5)
+    assert not isinstance(raised.value, openai.APITimeoutError)
