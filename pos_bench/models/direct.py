@@ -4,9 +4,10 @@ without the SDK's per-request machinery.
 The SDKs' `client.post` validates a typed options object, copies it, merges its headers, parses and joins the URL
 and builds the request anew for every call: about 0.4 ms of CPU per call when the caches are cold, as they are
 between two calls of an episode an environment step apart (1.30–1.38 → 0.88–0.97 ms for a whole ALFWorld-sized
-exchange on loopback; docs/fullsize.md, "The request skips the SDK's machinery"). Here the request goes straight to the client's `httpx2.Client`, whose
-transport (`transport.py`) holds every bound: the deadline, no redirect to another origin, the reply's byte cap. A
-redirect within the origin is followed by that client, as the SDK's would be.
+exchange on loopback; docs/fullsize.md, "The request skips the SDK's machinery"). Here the request goes straight
+to the client's `httpx2.Client`, whose transport (`transport.py`) holds every bound: the deadline, no redirect to
+another origin, the reply's byte cap. A redirect within the origin is followed by that client, as the SDK's would
+be.
 
 What reaches the caller is what the SDK would have raised: its status error classes (`RateLimitError`,
 `AuthenticationError`…, built by the SDK from the response), `APITimeoutError` and `APIConnectionError`; a broken
