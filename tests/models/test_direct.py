@@ -9,7 +9,6 @@ import openai
 import pytest
 
 from pos_bench.models.direct import post_json
-from pos_bench.models.endpoint import RemoteModel
 from pos_bench.models.openai import OpenAIModel
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
@@ -33,7 +32,7 @@ def stub():
 
 def client_of(stub: StubOpenAI, monkeypatch) -> openai.OpenAI:
     monkeypatch.setenv("DIRECT_TEST_KEY", KEY)
-    model: RemoteModel = OpenAIModel(
+    model = OpenAIModel(
         "stub-model", base_url=f"{stub.url}/v1", api_key_env="DIRECT_TEST_KEY", timeout=PATIENT
     )
     return model.client[1]
