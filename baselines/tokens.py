@@ -15,6 +15,9 @@ from typing import Any
 ENCODINGS = ("o200k_base", "chars4")
 BPE_PIN = "bpe-openai==0.1.4"
 
+WORKER_IMPORTS = ("bpe_openai",)
+"""Imported on first use; a run's worker processes have it imported before they start (`pos_bench/runner/pool/forkserver.py`)."""
+
 
 @functools.cache
 def bpe_tables(encoding: str) -> Any:

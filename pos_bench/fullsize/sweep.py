@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -22,6 +24,8 @@ from pos_bench.fullsize.processes import Sample, Sampler, alive
 from pos_bench.standin.command import READY
 
 REPO = Path(__file__).resolve().parents[2]
+PR_SET_CHILD_SUBREAPER = 36
+"""prctl(2)'s option, from <linux/prctl.h>."""
 SERVED = "standin"
 """The model id the stand-in lists and every pointed model asks for."""
 
@@ -77,6 +81,7 @@ class Played:
 
 def play(overrides: Sequence[str], interval: float) -> Played:
     """`python -m pos_bench -m <overrides>` in a child process, sampled while it runs."""
+    adopt_orphans()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     command = [sys.executable, "-m", "pos_bench", "-m", *overrides]
@@ -92,15 +97,33 @@ def play(overrides: Sequence[str], interval: float) -> Played:
         out.seek(0)
         output = out.read()
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     left = alive(sampler.seen)
-    for _ in range(50):  # helpers (loky's resource tracker) end on their own once they see the driver gone
+    for _ in range(50):  # helpers (the fork server, resource trackers) end on their own once the driver is gone
+        reap(sampler.seen)
         if not left:
             break
         time.sleep(0.1)
         left = alive(sampler.seen)
+    reap(sampler.seen)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Played(wall, cpu, code, tuple(sampler.samples), tuple(left), output)
+
+
+def adopt_orphans() -> None:
+    """Become the reaper of this process's descendants whose parent ends first (Linux's child subreaper): the
+    workers forked by the driver's fork server, and the server itself, outlive the driver by a moment. Reaped
+    here, their CPU counts in this process's `RUSAGE_CHILDREN`, as a worker's did when the driver reaped it."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap(pids: set[int]) -> None:
+    """Wait for those of `pids` that ended and were left to this process (`adopt_orphans`)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def predicted(overrides: Sequence[str], probe_tasks: int = 5) -> dict[str, tuple[float, float, float]]:

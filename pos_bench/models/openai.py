@@ -33,6 +33,9 @@ from pos_bench.types import Prompt, Reply, Usage
 ResponseMode = Literal["json_schema", "json_object", "none"]
 StreamMode = bool | Literal["auto"]
 
+WORKER_IMPORTS = ("openai",)
+"""Imported on first use; a run's worker processes have it imported before they start (`runner/pool/forkserver.py`)."""
+
 
 class OpenAIModel(RemoteModel):
     sdk = "openai"

@@ -30,7 +30,7 @@ from pos_bench.runner.identity import RunIdentity, check_folder, run_identity
 from pos_bench.runner.logs import run_logs
 from pos_bench.runner.memory import fitted
 from pos_bench.runner.places import here, moved, places
-from pos_bench.runner.pool import Pool, session, worker_parent_pid
+from pos_bench.runner.pool import Pool, one_episode_per_process, session
 from pos_bench.runner.preflight import RECORDS, ConfigError, Prepared, RunnerConfig, preflight
 from pos_bench.runner.progress import Progress
 from pos_bench.runner.results import (
@@ -243,7 +243,7 @@ def played(
         run_episode,
         cfg,
         run_dir=run_dir.resolve(),
-        parent_pid=worker_parent_pid(runner.backend),
+        own_process=one_episode_per_process(runner.backend),
         shared=pool.shared,
         driver_pid=os.getpid(),
     )

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gc
 import os
-import threading
-import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import replace
@@ -29,25 +27,6 @@ from pos_bench.runner.pool import Shared
 from pos_bench.runner.summary import context_load
 from pos_bench.transcript import ID_FILE, Recorded, Transcript, episode_dir, remove_inside, write_result
 from pos_bench.types import EpisodeResult, Ledger, Task, result_from_json, result_row
-
-WATCHER = "pos_bench-parent-watcher"
-
-
-def exit_with_parent(parent_pid: int) -> None:
-    """In a worker process, end the worker as soon as the run's main process is gone.
-
-    A run killed with `kill -9` would otherwise leave its workers finishing their episodes (and writing
-    into episode folders that the resumed run is using). One watcher thread per worker process.
-    """
-    if os.getpid() == parent_pid or any(t.name == WATCHER for t in threading.enumerate()):
-        return
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, name=WATCHER, daemon=True).start()
 
 
 def settle_heap() -> None:
@@ -96,7 +75,7 @@ def run_episode(
     cfg: Mapping[str, Any],
     task: Task,
     run_dir: Path,
-    parent_pid: int | None = None,
+    own_process: bool = False,
     shared: Shared | None = None,
     driver_pid: int | None = None,
 ) -> EpisodeResult:
@@ -104,8 +83,7 @@ def run_episode(
     result goes to the episode's `result.json`; the compact row (plain values, secrets redacted) comes back.
     In a process other than the run's driver (`driver_pid`: a loky or Ray worker), log records go to the run's
     `run.log` as in the driver (`logs.py`)."""
-    if parent_pid is not None:  # a loky worker: one episode at a time
-        exit_with_parent(parent_pid)
+    if own_process:  # a loky worker: one episode at a time
         settle_heap()
     redactor = redactor_for(cfg)
     if driver_pid is not None and os.getpid() != driver_pid:

@@ -41,7 +41,7 @@ def test_a_worker_episode_starts_settled_and_a_thread_episode_does_not(tmp_path)
         assert result.status == "done"
         assert gc.get_freeze_count() == 0
         # as the runner calls a loky worker
-        loky_worker = {"parent_pid": os.getpid(), "driver_pid": os.getpid()}
+        loky_worker = {"own_process": True, "driver_pid": os.getpid()}
         result = run_episode(cfg, task, tmp_path, **loky_worker)
         assert result.status == "done"
         assert gc.get_freeze_count() > 0

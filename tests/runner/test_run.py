@@ -1,3 +1,4 @@
+import contextlib
 import ctypes
 import gc
 import json
@@ -294,10 +295,14 @@ def test_a_price_table_gives_cost_per_role(tmp_path):
 
 
 def children_of(pid: int) -> set[int]:
+    """The processes below `pid`: its children (the fork server, resource trackers) and theirs (the workers)."""
     kids = set()
     for task in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{task}/children") as f:
             kids.update(int(x) for x in f.read().split())
+    for kid in list(kids):
+        with contextlib.suppress(OSError):
+            kids |= children_of(kid)
     return kids
 
 

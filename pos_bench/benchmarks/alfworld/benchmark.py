@@ -31,6 +31,15 @@ from pos_bench.types import Action, Brief, Observation, Score, Task
 ENGINE_STEP_CAP = 50
 """ALFWorld's `max_nb_steps_per_episode`: the engine ends an episode after this many commands."""
 
+WORKER_IMPORTS = (
+    "textworld",
+    "textworld.envs.pddl.pddl",
+    "alfworld.agents.environment.alfred_tw_env",
+    "fast_downward",
+)
+"""The engine, imported when an environment is made; a run's worker processes have it imported before they start
+(`runner/pool/forkserver.py`)."""
+
 SYSTEM = (
     "You are a ReAct agent in a text-based household simulator. Your task is stated in the first "
     "observation; you pursue it one command per turn, and each command is one step in the environment.\n"

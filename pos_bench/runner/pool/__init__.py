@@ -26,16 +26,26 @@ from typing import Any
 from pos_bench.models.budget import FileBudget, LocalBudget
 from pos_bench.models.cache import ResponseStore
 from pos_bench.redact import key_variables, redactor_for
+from pos_bench.runner.pool import forkserver
 from pos_bench.runner.pool.contract import BACKENDS, Placement, Pool, Shared, Tick
 from pos_bench.runner.pool.slots import SlotPool
 
-__all__ = ["BACKENDS", "Placement", "Pool", "Shared", "SlotPool", "Tick", "session", "worker_parent_pid"]
+__all__ = [
+    "BACKENDS",
+    "Placement",
+    "Pool",
+    "Shared",
+    "SlotPool",
+    "Tick",
+    "one_episode_per_process",
+    "session",
+]
 
 
-def worker_parent_pid(backend: str) -> int | None:
-    """The pid a worker should die with: the driver's for loky (its children outlive a `kill -9`d driver
-    otherwise); None for threads (the driver itself) and Ray (Ray ends a dead driver's actors)."""
-    return os.getpid() if backend == "loky" else None
+def one_episode_per_process(backend: str) -> bool:
+    """Whether each worker process plays one episode at a time (loky), so that it may settle its heap between
+    two episodes; threads and Ray actors play several at once."""
+    return backend == "loky"
 
 
 def cache_path(cfg: Mapping[str, Any]) -> str | None:
@@ -63,6 +73,7 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
         store = ResponseStore(path, redact=redactor_for(cfg).text) if path is not None else None
         yield SlotPool(placement, Shared(LocalBudget(), store))
         return
+    forkserver.start(forkserver.worker_modules(cfg))
     folder = Path(tempfile.mkdtemp(prefix="pos_bench_budget_"))
     try:
         yield SlotPool(placement, Shared(FileBudget(folder)))

@@ -12,15 +12,21 @@ nothing in flight leaves its workers idle for the next run of the same process (
 with the process. A run stopped part-way (Ctrl-C, an error) closes its workers instead. A worker started under
 another environment, working directory or import path than the new run's (a key set between two runs of a
 notebook) is not reused: it would not see the change.
+
+A process slot's worker is forked from a server process that imported the run's modules once (`forkserver.py`),
+instead of starting Python and importing them anew.
 """
 
 from __future__ import annotations
 
 import atexit
+import multiprocessing
+import multiprocessing.connection
 import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool  # loky's own is a subclass of it
 from typing import Any
 
+from pos_bench.runner.pool import forkserver
 from pos_bench.runner.pool.contract import Placement, Pool, Shared
 from pos_bench.types import EpisodeResult, Task
 
@@ -35,8 +42,19 @@ Work = Callable[[Task], EpisodeResult]
 """Plays one task; picklable (a module-level function or a `functools.partial` of one) for process slots."""
 
 
-def _worker_start() -> None:
-    """Workers leave Ctrl-C to the main process, which stops the run and its workers cleanly.
+WATCHER = "pos_bench-parent-watcher"
+
+
+def _worker_start(environment: dict[str, str]) -> None:
+    """A worker takes the driver's `environment` as it was when the slot started it (its fork server has the
+    environment the server started with).
+
+    It ends as soon as the driver is gone (`multiprocessing`'s sentinel of the process that asked for it, a pipe
+    only the driver holds open). A run killed with `kill -9` would otherwise leave its workers finishing their
+    episodes, writing into episode folders that the resumed run is using; and the fork server, which waits for
+    every process it forked, with them. One watcher thread per worker.
+
+    Workers leave Ctrl-C to the main process, which stops the run and its workers cleanly.
 
     They also keep playing when they have grown. Loky ends a worker whose memory grew 300 MB past its size
     after its first task, taking that for a leak, and starts a fresh one, which imports everything again. An
@@ -50,6 +68,15 @@ def _worker_start() -> None:
     last one: on an ALFWorld worker, whose heap holds the engine's grammar and the SDKs, 25-30 ms per episode
     alone and more among 16 workers, while Python's own collector runs anyway. So that collection is off too
     (loky's delay between two of them made endless; it still collects once, after the first task)."""
+    os.environ.clear()
+    os.environ.update(environment)
+    driver = multiprocessing.parent_process()
+
+    def watch() -> None:
+        multiprocessing.connection.wait([driver.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name=WATCHER, daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from joblib.externals.loky import process_executor
 
@@ -87,7 +114,13 @@ class Slot:
                 # imported here: joblib/loky costs a config error or `--cfg` nothing (tests/test_startup.py)
                 from joblib.externals.loky import ProcessPoolExecutor
 
-                self._executor = ProcessPoolExecutor(max_workers=1, initializer=_worker_start)
+                forkserver.start(forkserver.ALWAYS)  # nothing to do when the run's session started it
+                self._executor = ProcessPoolExecutor(
+                    max_workers=1,
+                    context=forkserver.context(),
+                    initializer=_worker_start,
+                    initargs=(dict(os.environ),),
+                )
             self.started_in = surroundings()
         return self._executor
 
