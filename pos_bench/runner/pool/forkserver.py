@@ -34,6 +34,7 @@ pos_bench) under the name `__mp_main__`: such a script keeps its work under `if 
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -68,9 +69,16 @@ def targets(node: Any) -> Iterator[str]:
             yield from targets(value)
 
 
+def available() -> bool:
+    """Whether this platform has a forkserver (not Windows, where workers start from scratch, as loky starts them)."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
 def start(modules: tuple[str, ...]) -> None:
     """Start this process's forkserver importing `modules` (and their `WORKER_IMPORTS`), unless it runs
     already: a sweep's later runs fork from the server of its first."""
+    if not available():
+        return
     from multiprocessing import forkserver
 
     forkserver.set_forkserver_preload(["pos_bench.runner.pool.preload"])
@@ -86,10 +94,10 @@ def start(modules: tuple[str, ...]) -> None:
 
 
 def context() -> Any:
-    """The `multiprocessing` context loky starts process slots with."""
+    """The `multiprocessing` context loky starts process slots with (None: loky's own)."""
     from joblib.externals.loky.backend.context import get_context
 
-    return get_context("forkserver")
+    return get_context("forkserver") if available() else None
 
 
 def preload(names: str) -> list[str]:

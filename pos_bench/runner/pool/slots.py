@@ -71,9 +71,15 @@ def _worker_start(environment: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(environment)
     driver = multiprocessing.parent_process()
+    sentinel = driver.sentinel if driver is not None else None
+    parent = os.getppid()
 
     def watch() -> None:
-        multiprocessing.connection.wait([driver.sentinel])
+        if sentinel is not None:
+            multiprocessing.connection.wait([sentinel])
+        else:  # started by loky itself (no fork server on this platform): the driver is the parent
+            while os.getppid() == parent:
+                time.sleep(0.2)
         os._exit(1)
 
     threading.Thread(target=watch, name=WATCHER, daemon=True).start()
