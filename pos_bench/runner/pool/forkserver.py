@@ -4,7 +4,8 @@ A worker started from scratch spends ~0.7 CPU-s before its first episode plays: 
 (ALFWorld's engine, TextWorld, ~0.4 s; the OpenAI SDK ~0.35 s; pos_bench's episode code ~0.15 s). Sixteen workers
 cost ~11 CPU-s, on a 2-core machine ~6 s of wall time before the 16th episode starts, all of it paid by the first
 run of a sweep. Measured on 48 raw ALFWorld games against the stand-in: client CPU per call 3.41 / 4.63 / 6.93 ms
-with 4 / 8 / 16 workers, i.e. ~0.73 CPU-s per worker over ~2.2 ms per call.
+with 4 / 8 / 16 workers, i.e. ~0.73 CPU-s per worker over ~2.2 ms per call. Forked, the 16 workers' run took
+2.86 ms per call (the server's ~1.1 CPU-s of imports, paid once before the first episode, left out).
 
 So process slots are started through Python's forkserver (`multiprocessing`'s own, Linux's default start method
 from Python 3.14): a server process started once per driver imports the run's modules (`preload`), and each
@@ -23,8 +24,8 @@ What it does not get: modules that the server imported before a change made in t
 file edited, an import path changed between two runs of one notebook) stay as they were imported. Such a change
 needs a new driver process, as it did for the idle workers a run leaves to the next one.
 
-The server ends with the driver (it reads the driver's end of a pipe; a `kill -9`d driver closes it), and a
-worker ends with the process that forked it (`slots._worker_start`).
+A worker ends as soon as the driver is gone, `kill -9` included (`slots._worker_start`); the server ends once the
+driver and every worker it forked are gone (it waits on a pipe they all hold open).
 
 Like any forkserver or spawn start, a worker imports the driver's main script (a user's own script that runs
 pos_bench) under the name `__mp_main__`: such a script keeps its work under `if __name__ == "__main__":`. The
