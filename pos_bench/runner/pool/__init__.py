@@ -16,9 +16,11 @@ instance on loopback. A worker process that dies loses only the episodes it was 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,8 +76,32 @@ def session(placement: Placement, cfg: Mapping[str, Any]) -> Iterator[Pool]:
         yield SlotPool(placement, Shared(LocalBudget(), store))
         return
     forkserver.start(forkserver.worker_modules(cfg))
-    folder = Path(tempfile.mkdtemp(prefix="pos_bench_budget_"))
-    try:
+    with budget_folder() as folder:
         yield SlotPool(placement, Shared(FileBudget(folder)))
+
+
+BUDGET_PREFIX = "pos_bench_budget_"
+OWNER = "owner.lock"
+"""Locked by the run that uses the folder, for as long as it runs: the kernel releases it when the run ends,
+`kill -9` included."""
+
+
+@contextlib.contextmanager
+def budget_folder() -> Iterator[Path]:
+    """A fresh folder in the temporary directory for the run's endpoint budget (`FileBudget`), removed at the end.
+    A run that was killed could not remove its own; the next run removes every such folder whose owner lock it
+    can take (so whose run is gone, whatever process namespace it ran in) and that is over a minute old (not one
+    whose run is between making it and locking it). A folder without an owner lock is left alone."""
+    root = Path(tempfile.gettempdir())
+    for left in root.glob(f"{BUDGET_PREFIX}*"):
+        with contextlib.suppress(OSError), open(left / OWNER) as owner:
+            fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: its run still plays
+            if time.time() - os.fstat(owner.fileno()).st_mtime > 60:
+                shutil.rmtree(left, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=BUDGET_PREFIX))
+    try:
+        with open(folder / OWNER, "a") as owner:
+            fcntl.flock(owner, fcntl.LOCK_EX)
+            yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)

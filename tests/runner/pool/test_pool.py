@@ -1,15 +1,19 @@
 """Backends on one host: the endpoint budget is the run's, shared by every worker (threads or loky
-processes), and a backend name outside the known ones is refused with the list."""
+processes), kept in a folder that a killed run's successor removes, and a backend name outside the known ones is
+refused with the list."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from pos_bench.runner import run
-from pos_bench.runner.pool import Placement
+from pos_bench.runner.pool import BUDGET_PREFIX, OWNER, Placement, budget_folder
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
 KEY = "sk-backends-test-key-41"
@@ -47,3 +51,31 @@ def test_every_worker_of_a_run_shares_one_endpoint_cap(backend, tmp_path, monkey
 def test_an_unknown_backend_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="loky, threading, ray.*'dask'"):
         Placement(backend="dask")
+
+
+def test_a_run_removes_the_budget_folders_of_killed_runs_and_no_other(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    hour_ago = os.stat(tmp_path).st_mtime - 3600
+
+    def left_behind(name: str, *, locked_at: float | None = hour_ago) -> Path:
+        folder = tmp_path / f"{BUDGET_PREFIX}{name}"
+        (folder / "0123abcd").mkdir(parents=True)
+        if locked_at is not None:
+            (folder / OWNER).touch()
+            os.utime(folder / OWNER, (locked_at, locked_at))
+        return folder
+
+    killed = left_behind("killed")
+    young = left_behind("just_made", locked_at=None)
+    (young / OWNER).touch()  # a run between making its folder and locking it
+    unknown = left_behind("no_owner_lock", locked_at=None)
+    playing = left_behind("still_playing")
+    with open(playing / OWNER) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as the run that made it holds it
+        with budget_folder() as mine:
+            assert mine.is_dir() and mine.name.startswith(BUDGET_PREFIX)
+            assert not killed.exists()
+            assert young.exists() and unknown.exists() and playing.exists()
+            with open(mine / OWNER) as other, pytest.raises(OSError):  # the next run leaves this one alone
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert not mine.exists()
