@@ -130,7 +130,7 @@ def main(cfg: DictConfig) -> JobOutcome:
     except (RunInterrupted, KeyboardInterrupt) as error:
         print(str(error) or "interrupted; run the same command again to resume.", file=sys.stderr, flush=True)
         sys.stdout.flush()
-        stop.release_semaphores()
+        stop.release_before_fast_exit()
         # threads still playing an episode must not hold the exit; saved rows are on disk
         os._exit(stop.exit_code())
     except Exception as error:

@@ -43,22 +43,30 @@ def exit_code() -> int:
     return 143 if signal.SIGTERM in RECEIVED else 130
 
 
-def release_semaphores() -> None:
-    """Unlink the named semaphores of worker pools that are still alive when a stopped run leaves by `os._exit`.
+def release_before_fast_exit() -> None:
+    """Run the exit finalizers that free what outlives the process, when a stopped run leaves by `os._exit`.
 
-    loky registers each semaphore with a finalizer that a normal interpreter exit runs and `os._exit` skips. A
-    pool's call queue is sometimes still alive at the stop, after its executor was shut down and its workers
-    killed (5 stops in 232 under load; what holds it was not found), and loky's resource tracker then printed
-    "There appear to be 3 leaked semlock objects". Only those finalizers run here: unlinking a name waits on
-    nothing, whereas the other exit finalizers (joining a queue's feeder thread) could wait on a killed worker."""
+    `multiprocessing` and loky register them to run at a normal interpreter exit, which `os._exit` skips:
+    - each named semaphore's unlinking. A pool's call queue is sometimes still alive at the stop, after its
+      executor was shut down and its workers killed (5 stops in 232 under load; what holds it was not found), and
+      the resource tracker then printed "There appear to be 3 leaked semlock objects";
+    - the removal of `multiprocessing`'s temporary folder (`pymp-*` in TMPDIR), which holds the fork server's
+      socket (`runner/pool/forkserver.py`).
+
+    Only those run here: they wait on nothing, whereas the other exit finalizers (joining a queue's feeder thread)
+    could wait on a killed worker."""
     util = sys.modules.get("multiprocessing.util")
-    synchronize = sys.modules.get("joblib.externals.loky.backend.synchronize")
-    if util is None or synchronize is None:
+    if util is None:
         return
+    cleanups = [getattr(util, "_remove_temp_dir", None)]
+    for name in ("multiprocessing.synchronize", "joblib.externals.loky.backend.synchronize"):
+        module = sys.modules.get(name)
+        if module is not None:
+            cleanups.append(module.SemLock._cleanup)
     registry = getattr(util, "_finalizer_registry", {})  # the standard library's table of exit finalizers
     for finalizer in list(registry.values()):
-        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+        if getattr(finalizer, "_callback", None) in cleanups:
             try:
                 finalizer()
-            except OSError:  # already unlinked
+            except OSError:  # already unlinked or removed
                 pass
