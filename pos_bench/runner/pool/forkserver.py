@@ -5,7 +5,7 @@ A worker started from scratch spends ~0.7 CPU-s before its first episode plays: 
 cost ~11 CPU-s, on a 2-core machine ~6 s of wall time before the 16th episode starts, all of it paid by the first
 run of a sweep. Measured on 48 raw ALFWorld games against the stand-in: client CPU per call 3.41 / 4.63 / 6.93 ms
 with 4 / 8 / 16 workers, i.e. ~0.73 CPU-s per worker over ~2.2 ms per call. Forked, the 16 workers' run took
-2.86 ms per call (the server's ~1.1 CPU-s of imports, paid once before the first episode, left out).
+2.86 ms per call (the server's 1.1–1.3 CPU-s of imports, paid once before the first episode, left out).
 
 So process slots are started through Python's forkserver (`multiprocessing`'s own, Linux's default start method
 from Python 3.14): a server process started once per driver imports the run's modules (`preload`), and each
