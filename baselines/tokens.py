@@ -16,7 +16,8 @@ ENCODINGS = ("o200k_base", "chars4")
 BPE_PIN = "bpe-openai==0.1.4"
 
 WORKER_IMPORTS = ("bpe_openai",)
-"""Imported on first use; a run's worker processes have it imported before they start (`pos_bench/runner/pool/forkserver.py`)."""
+"""Imported on first use; a run's worker processes have it imported before they start
+(`pos_bench/runner/pool/forkserver.py`)."""
 
 
 @functools.cache

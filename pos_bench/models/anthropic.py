@@ -29,7 +29,8 @@ SAMPLING_API_VERSIONS = frozenset({"2023-06-01", "2023-01-01"})
 """API versions that still accept sampling parameters."""
 
 WORKER_IMPORTS = ("anthropic",)
-"""Imported on first use; a run's worker processes have it imported before they start (`runner/pool/forkserver.py`)."""
+"""Imported on first use; a run's worker processes have it imported before they start
+(`runner/pool/forkserver.py`)."""
 
 REPLY_TOOL = "reply"
 REPLY_TOOL_DESCRIPTION = "Give your answer as this tool's input; it must follow the input schema exactly."

@@ -34,7 +34,8 @@ ResponseMode = Literal["json_schema", "json_object", "none"]
 StreamMode = bool | Literal["auto"]
 
 WORKER_IMPORTS = ("openai",)
-"""Imported on first use; a run's worker processes have it imported before they start (`runner/pool/forkserver.py`)."""
+"""Imported on first use; a run's worker processes have it imported before they start
+(`runner/pool/forkserver.py`)."""
 
 
 class OpenAIModel(RemoteModel):

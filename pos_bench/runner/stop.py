@@ -58,7 +58,7 @@ def release_before_fast_exit() -> None:
     util = sys.modules.get("multiprocessing.util")
     if util is None:
         return
-    cleanups = [getattr(util, "_remove_temp_dir", None)]
+    cleanups = [util._remove_temp_dir] if hasattr(util, "_remove_temp_dir") else []
     for name in ("multiprocessing.synchronize", "joblib.externals.loky.backend.synchronize"):
         module = sys.modules.get(name)
         if module is not None:
