@@ -173,20 +173,25 @@ class OpenAIModel(RemoteModel):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        # The body goes out as built, straight onto the SDK client's HTTP client (`direct.py`): the typed
+        # The body goes out as built, straight onto the SDK client's connection (`direct.py`): the typed
         # `chat.completions.create` walks every message and schema node and builds typed objects of the reply, and
-        # even the SDK's plain `post` costs ~0.4 ms of CPU more per call. The reply is read whole or as server-sent
-        # events, and always to its end, so the connection goes back to the pool (a stream left at `[DONE]`
-        # closes it, and the next call opens a new one: a TCP, and on a remote endpoint a TLS, handshake per call).
+        # even the SDK's plain `post` costs ~0.4 ms of CPU more per call. A reply read whole goes over the wire
+        # without httpx2's objects (`post_whole`); a streamed one through the SDK's HTTP client. Either is read
+        # to its end, so the connection is kept (a stream left at `[DONE]` would close it, and the next call
+        # would open a new one: a TCP, and on a remote endpoint a TLS, handshake per call).
         # Not streamed, one read may take the call's overall deadline; streamed, each read is bounded by
         # `timeout` (the client's) and the whole by the overall deadline (`RemoteModel.generate`).
-        from pos_bench.models.direct import post_json  # httpx2, loaded with the SDK at the first call
+        from pos_bench.models.direct import (  # httpx2, loaded with the SDK at the first call
+            post_json,
+            post_whole,
+        )
 
-        seconds = self.timeout if stream else self.call_seconds(prompt.max_tokens)
-        response = post_json(importlib.import_module(self.sdk), client, "chat/completions", body, seconds)
+        module = importlib.import_module(self.sdk)
+        if not stream:
+            seconds = self.call_seconds(prompt.max_tokens)
+            return completion_reply(json.loads(post_whole(module, client, "chat/completions", body, seconds)))
+        response = post_json(module, client, "chat/completions", body, self.timeout)
         try:
-            if not stream:
-                return completion_reply(json.loads(response.read()))
             return completion_reply(assembled(server_events(response.iter_lines())))
         finally:
             response.close()

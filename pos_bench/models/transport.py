@@ -16,6 +16,9 @@ Two more bounds hold for every request that goes through it (the SDKs' chat call
   reply that never ends costs at most that much memory.
 
 A streamed reply's events are read a few at a time rather than one wakeup per token (`STREAM_PACE`).
+
+A call whose reply is read whole skips `httpx2` and `http.client` (`send_whole`): its request and reply go
+straight over the same kept connection (`wire.py`), within the same bounds.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ import math
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import httpx2
 
+from pos_bench.models import wire
 from pos_bench.models.deadline import bounded, remaining
+from pos_bench.models.wire import ReplyTooLarge, Whole
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 65536
@@ -49,10 +54,6 @@ most this much later, and a server's silence is seen after `timeout` plus this (
 
 class CrossOriginRedirect(Exception):
     """The server redirected a request to another origin; nothing was sent there."""
-
-
-class ReplyTooLarge(Exception):
-    """A reply body passed `max_reply_bytes`; the rest was not read."""
 
 
 def origin(url: httpx2.URL) -> tuple[str, str, int | None]:
@@ -141,7 +142,7 @@ class _Connection(http.client.HTTPConnection):
 
 
 @contextmanager
-def httpx_errors(request: httpx2.Request, phase: str) -> Iterator[None]:
+def httpx_errors(request: httpx2.Request | None, phase: str) -> Iterator[None]:
     """The standard library's failures as the httpx errors the SDKs classify (a timeout → the SDK's timeout
     error, a refused or broken connection → its connection error); `phase` is connect, write or read."""
     try:
@@ -210,16 +211,12 @@ class DeadlineTransport(httpx2.BaseTransport):
         self.connections: dict[tuple[str, str, int | None], _Connection] = {}
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        scheme, host, port = key = origin(request.url)
-        if scheme not in ("http", "https"):
-            raise httpx2.UnsupportedProtocol(f"{scheme!r} is not http or https", request=request)
-        connection = self.connections.get(key)
-        if connection is None:
-            connection = self.connections[key] = _Connection(scheme, host, port or 0, self.ssl_context)
+        try:
+            connection = self.connection_for(request.url)
+        except httpx2.UnsupportedProtocol as error:
+            raise httpx2.UnsupportedProtocol(str(error), request=request) from None
         connection.timeouts.clear()  # the dict its socket reads: this request's timeouts, not the last one's
         connection.timeouts.update(request.extensions.get("timeout") or {})
-        if connection.sock is not None and connection.sock.dropped():
-            connection.close()  # the server closed it while it was idle: a new one, never the request sent twice
         try:
             reply, sock = self._exchange(connection, request, request.read())
         except BaseException:
@@ -246,6 +243,53 @@ class DeadlineTransport(httpx2.BaseTransport):
                     "nothing (no key, no prompt) was sent there; point base_url at the server itself"
                 )
         return response
+
+    def connection_for(self, url: httpx2.URL) -> _Connection:
+        """The kept connection to the origin of `url` (made, not yet connected, if there is none); one the server
+        closed while it was idle is closed here, so a new one carries the next request, never the request sent
+        twice."""
+        scheme, host, port = key = origin(url)
+        if scheme not in ("http", "https"):
+            raise httpx2.UnsupportedProtocol(f"{scheme!r} is not http or https")
+        connection = self.connections.get(key)
+        if connection is None:
+            connection = self.connections[key] = _Connection(scheme, host, port or 0, self.ssl_context)
+        if connection.sock is not None and connection.sock.dropped():
+            connection.close()
+        return connection
+
+    def send_whole(self, url: httpx2.URL, request: bytes, timeouts: Mapping[str, float | None]) -> Whole:
+        """Send `request` (`wire.request_bytes`, to `url`'s origin) on the origin's kept connection and read the
+        reply whole (`wire.read_reply`), each socket operation within `timeouts` and the thread's deadline, the
+        body within `max_reply_bytes`. A connection whose reply was not read to its end, or that the reply
+        ends, is closed. Failures are the httpx errors the SDKs classify (`httpx_errors`, without a request),
+        and `ReplyTooLarge`; a redirect is returned as any reply (the caller sends the request again through
+        `handle_request`, which refuses another origin)."""
+        connection = self.connection_for(url)
+        connection.timeouts.clear()
+        connection.timeouts.update(timeouts)
+        try:
+            if connection.sock is None:
+                with httpx_errors(None, "connect"):
+                    connection.connect()
+            sock = connection.sock
+            with httpx_errors(None, "write"):
+                sock.sendall(request)
+            reader = sock.makefile("rb")
+            try:
+                with httpx_errors(None, "read"):
+                    whole = wire.read_reply(reader, self.max_reply_bytes)
+            finally:
+                reader.close()
+        except ReplyTooLarge as error:
+            connection.close()
+            raise ReplyTooLarge(f"the reply from {url.copy_with(query=None)} {error}") from None
+        except BaseException:
+            connection.close()  # a request half sent or a reply half read: the connection cannot carry another
+            raise
+        if not whole.keep:
+            connection.close()
+        return whole
 
     def _exchange(
         self, connection: _Connection, request: httpx2.Request, body: bytes

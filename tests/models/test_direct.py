@@ -1,4 +1,5 @@
-"""A JSON POST on the SDK client's own HTTP client: the request the SDK would send, the errors it would raise."""
+"""A JSON POST on the SDK client's own HTTP client, or on its connection with the reply read whole: the request the
+SDK would send, the errors it would raise."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import httpx2
 import openai
 import pytest
 
-from pos_bench.models.direct import post_json
+from pos_bench.models.direct import post_json, post_whole
 from pos_bench.models.openai import OpenAIModel
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
@@ -55,25 +56,28 @@ def test_the_request_is_the_one_the_sdk_would_send(stub, monkeypatch):
         options={"headers": {"X-Stainless-Raw-Response": "stream"}},
     )
     assert answer(by_sdk) == answer(post_json(openai, client, "chat/completions", BODY, PATIENT))
-    by_sdk, direct = stub.headers
-    assert stub.requests[0] == stub.requests[1] == BODY  # the non-ASCII text arrives as it was
-    assert {k: v for k, v in by_sdk.items() if k not in PER_REQUEST} == direct
+    whole = json.loads(post_whole(openai, client, "chat/completions", BODY, PATIENT))
+    assert whole["choices"][0]["message"]["content"] == answer(by_sdk)
+    by_sdk, direct, on_the_wire = stub.headers
+    assert stub.requests[0] == stub.requests[1] == stub.requests[2] == BODY  # the non-ASCII text arrives as it was
+    assert {k: v for k, v in by_sdk.items() if k not in PER_REQUEST} == direct == on_the_wire
     assert direct["authorization"] == f"Bearer {KEY}"
     assert direct["user-agent"].startswith("OpenAI/Python")
     assert direct["content-type"] == "application/json"
-    assert len(stub.connections) == 1  # one kept connection for both
+    assert len(stub.connections) == 1  # one kept connection for all three
 
 
 @pytest.mark.parametrize(
     ("fault", "error"),
     [("429", openai.RateLimitError), ("500", openai.InternalServerError), ("400", openai.BadRequestError)],
 )
-def test_a_failed_status_raises_the_sdks_error_with_the_response(stub, monkeypatch, fault, error):
+@pytest.mark.parametrize("post", [post_json, post_whole])
+def test_a_failed_status_raises_the_sdks_error_with_the_response(stub, monkeypatch, fault, error, post):
     client = client_of(stub, monkeypatch)
     stub.faults.retry_after = "3"
     stub.faults.push(fault)
     with pytest.raises(error) as raised:
-        post_json(openai, client, "chat/completions", BODY, PATIENT)
+        post(openai, client, "chat/completions", BODY, PATIENT)
     assert raised.value.status_code == int(fault)
     assert isinstance(raised.value.body, dict)  # the body was read, as the SDK reads it
     if fault == "429":
@@ -81,13 +85,14 @@ def test_a_failed_status_raises_the_sdks_error_with_the_response(stub, monkeypat
     assert answer(post_json(openai, client, "chat/completions", BODY, PATIENT))  # the connection serves on
 
 
-def test_no_answer_in_time_is_the_sdks_timeout_and_no_server_its_connection_error(stub, monkeypatch):
+@pytest.mark.parametrize("post", [post_json, post_whole])
+def test_no_answer_in_time_is_the_sdks_timeout_and_no_server_its_connection_error(stub, monkeypatch, post):
     client = client_of(stub, monkeypatch)
     stub.faults.hang_seconds = 3.0
     stub.faults.push("hang")
     with pytest.raises(openai.APITimeoutError):
-        post_json(openai, client, "chat/completions", BODY, 0.5)
+        post(openai, client, "chat/completions", BODY, 0.5)
     stub.stop()
     with pytest.raises(openai.APIConnectionError) as raised:
-        post_json(openai, client, "chat/completions", BODY, 0.5)
+        post(openai, client, "chat/completions", BODY, 0.5)
     assert not isinstance(raised.value, openai.APITimeoutError)
