@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import threading
 
 import pytest
@@ -154,4 +155,23 @@ def test_the_file_budget_writes_its_state_only_when_it_changes(tmp_path):
     assert state.read_text() == marked
     budget.release(budget.acquire(endpoint), tokens=10, rate_limited=True)  # a 429 halves the limit
     assert state.read_text() != marked
-    assert FileBudget(tmp_path)._update(state.parent, endpoint, lambda a: a).limit == 2.0
+    assert json.loads(state.read_text())["limit"] == 2.0
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc (Linux)")
+def test_the_file_budget_keeps_a_few_files_open_per_run_whatever_the_calls(tmp_path):
+    endpoint = Endpoint("http://127.0.0.1:1/v1 m", max_in_flight=4)
+    before = open_descriptors()
+    for run in ("first", "second", "third"):  # one budget folder per run, as the runner makes them
+        budget = FileBudget(tmp_path / run)
+        for _ in range(50):
+            budget.release(budget.acquire(endpoint), tokens=1, rate_limited=False)
+        held = [budget.acquire(endpoint) for _ in range(4)]  # every slot at once
+        for lease in held:
+            budget.release(lease, tokens=1, rate_limited=False)
+        assert open_descriptors() - before <= 1 + 4  # the state file and the four slots of this run only
+    assert len({lease.slot for lease in held}) == 4
