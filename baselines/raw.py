@@ -19,6 +19,8 @@ class RawHistory(MethodBase):
         self.model = model
         self.max_json_retries = max_json_retries
         self.history: list[dict[str, Any]] = []
+        self._shown: list[str] = []
+        """Each step of `history` as it stands in the prompt's list, written once (`previous_steps`)."""
 
     def start(self, task: Task, brief: Brief, first: Observation) -> None:
         self.brief = brief
@@ -39,10 +41,15 @@ class RawHistory(MethodBase):
         )
 
     def previous_steps(self) -> str:
-        """Every earlier step in full, as a JSON list (the initial observation is not part of it)."""
-        return "Previous steps:\n" + (
-            json.dumps(self.history, indent=1, ensure_ascii=False) if self.history else "none yet"
-        )
+        """Every earlier step in full, as a JSON list (the initial observation is not part of it), indented by
+        one space per level. The history only grows, so each step is written once and the list joined from the
+        written steps: the same text as writing the whole list at every turn, which cost a pure-Python encoder
+        pass over every step so far (the indented form is not the C encoder's)."""
+        if not self.history:
+            return "Previous steps:\nnone yet"
+        for step in self.history[len(self._shown) :]:  # within the list, each line one level deeper
+            self._shown.append(" " + json.dumps(step, indent=1, ensure_ascii=False).replace("\n", "\n "))
+        return "Previous steps:\n[\n" + ",\n".join(self._shown) + "\n]"
 
     def update(self, step: Step) -> Mapping[str, Any] | None:
         if step.after is not None:

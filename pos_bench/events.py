@@ -351,14 +351,20 @@ TURN_KINDS = (Step, TurnSpent)
 CALL_KINDS = (Call, CallError)
 
 
+@functools.cache
+def written_fields(kind: type[Event]) -> tuple[tuple[str, bool], ...]:
+    """The fields a line of event class `kind` holds, in order, each with whether it is left out when None."""
+    return tuple((f.name, bool(f.metadata.get("omit_none"))) for f in fields(kind) if f.name != "time")
+
+
 def row(event: Event, *, now: float | None = None) -> dict[str, Any]:
     """The JSON object of one `events.jsonl` line: kind, time, then the event's fields as plain values."""
     out: dict[str, Any] = {"kind": event.kind, "time": round(time.time() if now is None else now, 3)}
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if f.name == "time" or (value is None and f.metadata.get("omit_none")):
+    for name, omit_none in written_fields(type(event)):
+        value = getattr(event, name)
+        if value is None and omit_none:
             continue
-        out[f.name] = to_jsonable(value)
+        out[name] = to_jsonable(value)
     return out
 
 

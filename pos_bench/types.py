@@ -296,19 +296,31 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 CACHE_COUNTS = ("cached_input_tokens", "cache_write_tokens")
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+"""The field names of each dataclass met, in order (`dataclasses.fields` builds its tuple anew at every call)."""
+
+
+def field_names(kind: type) -> tuple[str, ...]:
+    """The field names of dataclass `kind`, in order."""
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn records (and containers of them) into JSON-ready values."""
     kind = type(value)
     if kind in _PLAIN:
         return value
     if kind is dict:  # the common containers first: a transcript event is thousands of these
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {k if type(k) is str else str(k): to_jsonable(v) for k, v in value.items()}
     if kind is list or kind is tuple:
         return [to_jsonable(v) for v in value]
     if kind is Usage:  # cache counts only when a server reported some: older files read back as written
         return {k: v for k, v in dataclasses.asdict(value).items() if v or k not in CACHE_COUNTS}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if kind in _FIELD_NAMES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return {name: to_jsonable(getattr(value, name)) for name in field_names(kind)}
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     if isinstance(value, Mapping):

@@ -96,16 +96,25 @@ def identity(description: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in description.items() if k not in NOT_IDENTITY}
 
 
-def canonical_request(model_identity: Mapping[str, Any], prompt: Prompt) -> str:
-    request = {
-        "model": model_identity,
-        "messages": [[m.role, m.content] for m in prompt.messages],
-        "schema": prompt.schema,
-        "max_tokens": prompt.max_tokens,
-    }
+def canonical_json(value: Any) -> str:
+    """`value` as the canonical request writes it: keys sorted, no spaces, UTF-8 text unescaped."""
+    return json.dumps(to_jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_request(
+    model_identity: Mapping[str, Any], prompt: Prompt, *, identity_json: str | None = None
+) -> str:
+    """The request as its cache key is taken from: `canonical_json` of model identity, messages, schema, token
+    budget and trial. `identity_json`, the identity's `canonical_json` when the caller keeps it, saves writing
+    the same identity for every call of a model; the text is the same either way."""
+    messages = canonical_json([[m.role, m.content] for m in prompt.messages])
+    text = (
+        f'{{"max_tokens":{canonical_json(prompt.max_tokens)},"messages":{messages},'
+        f'"model":{identity_json or canonical_json(model_identity)},"schema":{canonical_json(prompt.schema)}'
+    )
     if prompt.trial:  # trial 0 keeps the key it had before trials existed: old caches and replays still hit
-        request["trial"] = prompt.trial
-    return json.dumps(to_jsonable(request), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text += f',"trial":{canonical_json(prompt.trial)}'
+    return text + "}"
 
 
 def request_key(canonical: str) -> str:

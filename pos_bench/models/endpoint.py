@@ -117,6 +117,12 @@ def read_api_key(variable: str | None, provider: str, model: str) -> str:
     return key
 
 
+@functools.lru_cache(maxsize=16)
+def key_digest(key: str) -> str:
+    """What tells one key from another among a thread's clients, without keeping the key itself there."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 MIN_TOKENS_PER_S = 5.0
 """The slowest decode a call waits for (`model.min_tokens_per_s`): a call's overall deadline is
 `model.timeout + max_tokens / min_tokens_per_s`, so a reply of 4,096 tokens may take 120 s + 819 s."""
@@ -286,7 +292,7 @@ class RemoteModel:
     def _entry(self) -> ClientEntry:
         """The SDK module and this thread's client for the endpoint, built at the thread's first call."""
         key = read_api_key(self.api_key_env, self.provider, self.model)
-        settings = (*self.client_settings(), hashlib.sha256(key.encode()).hexdigest())
+        settings = (*self.client_settings(), key_digest(key))
         clients = _THREAD.__dict__.setdefault("clients", {})
         if settings not in clients:
             try:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pos_bench.models.cache import canonical_request, identity, request_key
+from pos_bench.models.cache import canonical_json, canonical_request, identity, request_key
 from pos_bench.models.retry import RequestRefused
 from pos_bench.protocols import Model
 from pos_bench.types import Prompt, Reply, Usage, usage_from_json
@@ -70,9 +70,14 @@ class ResponseLog:
         """Whether the episode's folder was made (once, before the first line)."""
 
     def keep(self, kept: KeptReply) -> None:
-        row = {**asdict(kept), "text": self.redact(kept.text)}
-        if row["served"] is not None:
-            row["served"] = self.redact(row["served"])
+        row = {
+            "key": kept.key,
+            "role": kept.role,
+            "text": self.redact(kept.text),
+            "usage": asdict(kept.usage),
+            "served": None if kept.served is None else self.redact(kept.served),
+            "refused": kept.refused,
+        }
         line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
         with self._lock:
             if not self._made:
@@ -97,6 +102,7 @@ class Kept:
         self.name = model.name
         self.log = log
         self._identity: dict[str, Any] | None = None
+        self._identity_json = ""
 
     def describe(self) -> Mapping[str, Any]:
         return self.inner.describe()
@@ -104,7 +110,8 @@ class Kept:
     def generate(self, prompt: Prompt, *, role: str = "agent") -> Reply:
         if self._identity is None:  # a model's description is fixed once it is built
             self._identity = identity(self.inner.describe())
-        key = request_key(canonical_request(self._identity, prompt))
+            self._identity_json = canonical_json(self._identity)
+        key = request_key(canonical_request(self._identity, prompt, identity_json=self._identity_json))
         try:
             reply = self.inner.generate(prompt, role=role)
         except RequestRefused as refused:  # a replay must meet the same refusal

@@ -8,6 +8,8 @@ import threading
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pos_bench.models.cache import (
     CacheConfig,
@@ -15,6 +17,7 @@ from pos_bench.models.cache import (
     CacheError,
     CacheMiss,
     ResponseStore,
+    canonical_json,
     canonical_request,
     request_key,
 )
@@ -327,3 +330,37 @@ def test_the_server_reported_cached_token_counts_are_kept_and_replayed(tmp_path)
     # a replay gives the recorded account of the call, prefix-cache counts included, so its rows equal the
     # recording's (issue 30: record, then replay, the same rows)
     assert again.cached and again.text == fresh.text and again.usage == fresh.usage
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    messages=st.lists(st.tuples(st.sampled_from(["system", "user", "assistant"]), st.text()), max_size=4),
+    schema=st.none()
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=8,
+    ),
+    max_tokens=st.none() | st.integers(min_value=1, max_value=10**6),
+    trial=st.integers(min_value=0, max_value=5),
+)
+def test_the_canonical_request_is_the_sorted_json_of_the_whole_request(messages, schema, max_tokens, trial):
+    """Written in parts (the model's identity kept once per model), it is the text the cache keys were always
+    taken from: the whole request as one JSON document, keys sorted, no spaces, text unescaped."""
+    model_identity = {"provider": "openai", "model": "m", "sampling": {"temperature": 0.0, "seed": None}}
+    prompt = Prompt(
+        messages=tuple(Message(role, content) for role, content in messages),
+        schema=schema if isinstance(schema, dict) else None,
+        max_tokens=max_tokens,
+        trial=trial,
+    )
+    whole = {
+        "model": model_identity,
+        "messages": [[m.role, m.content] for m in prompt.messages],
+        "schema": prompt.schema,
+        "max_tokens": prompt.max_tokens,
+        **({"trial": trial} if trial else {}),
+    }
+    expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_request(model_identity, prompt) == expected
+    assert canonical_request(model_identity, prompt, identity_json=canonical_json(model_identity)) == expected
