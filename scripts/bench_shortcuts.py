@@ -7,14 +7,18 @@
 - `models/direct.py`: a chat request posted straight onto the SDK client's HTTP client vs the SDK's own
   low-level `post` (one per model call; both read the body as plain JSON, on the transport `models/openai.py`
   uses), against the loopback stub; only the calling thread's CPU is counted, so the stub's own work is not.
-  The SDK's typed `chat.completions.create` costs more again (docs/fullsize.md, "Slow servers").
+  The SDK's typed `chat.completions.create` costs more again (docs/fullsize.md, "Slow servers");
+- `models/wire.py`: the same request written and its reply read on the client's kept connection
+  (`direct.post_whole`, every call read whole) vs the direct post through the client's `httpx2` objects.
+`--cold MB` writes that much memory before each timed call, as an environment step between two calls leaves the
+caches (64 is enough on this machine); without it the calls run back to back, the caches warm.
 (`redact.py` had a fast path too, writing an event's JSON as it is when no secret shows in it: it saved
 0.03 ms per event and was removed.)
 
 Figures are CPU-seconds of this process or thread (`time.process_time` / `time.thread_time`), so they hold on
 a loaded machine better than wall time does.
 
-    .venv/bin/python scripts/bench_shortcuts.py [--calls 300]
+    .venv/bin/python scripts/bench_shortcuts.py [--calls 300] [--cold 64]
 """
 
 from __future__ import annotations
@@ -35,12 +39,24 @@ from pos_bench.prompting import decision_model, decision_schema
 from pos_bench.types import Observation
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
 
+COLD_MB = 0
+"""Memory written before each timed call (`--cold`), so that the caches are as cold as an environment step
+between two calls of an episode leaves them; 0: calls back to back, the caches warm."""
+
 
 def cpu_ms(
     work: Callable[[int], object], calls: int, clock: Callable[[], float] = time.process_time
 ) -> float:
     """Milliseconds of CPU per call of `work(i)`, after one warm-up call."""
     work(-1)
+    if COLD_MB:
+        spent, scratch, source = 0.0, bytearray(COLD_MB << 20), bytes(COLD_MB << 20)
+        for i in range(calls):
+            scratch[:] = source
+            start = clock()
+            work(i)
+            spent += clock() - start
+        return spent / calls * 1000
     start = clock()
     for i in range(calls):
         work(i)
@@ -64,7 +80,7 @@ def schemas(calls: int) -> tuple[float, float]:
 def client_calls(calls: int) -> tuple[float, float]:
     import openai
 
-    from pos_bench.models.direct import post_json
+    from pos_bench.models.direct import post_json, post_whole
     from pos_bench.models.openai import OpenAIModel
 
     with StubOpenAI() as stub:
@@ -87,17 +103,29 @@ def client_calls(calls: int) -> tuple[float, float]:
         def sdk_post(i: int) -> object:
             return json.loads(client.post("/chat/completions", body=body, cast_to=bytes))
 
-        return cpu_ms(direct, calls, time.thread_time), cpu_ms(sdk_post, calls, time.thread_time)
+        def whole(i: int) -> object:
+            return json.loads(post_whole(openai, client, "chat/completions", body, PATIENT))
+
+        return (
+            cpu_ms(direct, calls, time.thread_time),
+            cpu_ms(sdk_post, calls, time.thread_time),
+            cpu_ms(whole, calls, time.thread_time),
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--cold", type=int, default=0, metavar="MB", help="memory written before each call")
     args = parser.parse_args()
+    global COLD_MB
+    COLD_MB = args.cold
+    direct, sdk_post, whole = client_calls(args.calls)
     rows = [
         ("build: cached partial vs instantiate (per build)", *builds(args.calls)),
         ("prompting: schema template vs pydantic (per policy prompt)", *schemas(args.calls)),
-        ("openai: direct post vs the SDK's post (per call)", *client_calls(args.calls)),
+        ("openai: direct post vs the SDK's post (per call)", direct, sdk_post),
+        ("openai: on the wire vs the direct post (per call)", whole, direct),
     ]
     print(f"{'shortcut vs plain code':<60} {'shortcut ms':>12} {'plain ms':>9} {'saves ms':>9}")
     for name, shortcut, plain in rows:
