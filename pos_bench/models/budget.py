@@ -187,7 +187,7 @@ an earlier run, and the copies a fork inherited, are closed when a new place ope
 def _close_places_except(folder: str) -> None:
     pid = os.getpid()
     for key, place in list(_OPEN.items()):
-        if key[0] == pid and (key[1].startswith(folder + os.sep) or place.held):
+        if key[0] == pid and (os.path.dirname(key[1]) == folder or place.held):
             continue  # this run's, or holding a slot now
         del _OPEN[key]
         for fd in (place.state, *place.slots.values()):
@@ -205,7 +205,7 @@ class FileBudget:
     descriptors, as before."""
 
     def __init__(self, folder: str | Path):
-        self.folder = str(folder)
+        self.folder = os.path.normpath(folder)
 
     def _place(self, endpoint: Endpoint) -> tuple[str, _Place]:
         path = os.path.join(self.folder, hashlib.sha256(endpoint.key.encode()).hexdigest()[:16])

@@ -14,9 +14,9 @@ What reaches the caller is what the SDK would have raised: its status error clas
 bound (`CrossOriginRedirect`, `ReplyTooLarge`) as it is. `RemoteModel.generate` classifies them.
 
 A call whose reply is read whole (`post_whole`) goes further: its request is written and its reply read straight
-on the transport's kept connection (`wire.py`), without `httpx2`'s request, client and response objects (0.85 →
-0.30 ms of CPU for an ALFWorld-sized exchange with the caches cold; docs/fullsize.md, "The exchange on the
-wire"). A streamed call, and a redirect, take `post_json`.
+on the transport's kept connection (`wire.py`), without `httpx2`'s request, client and response objects (0.82 →
+0.40 ms of CPU for an ALFWorld-sized exchange with the caches cold; docs/fullsize.md, "A reply read whole goes
+over the wire"). A streamed call, and a redirect, take `post_json`.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ number of headers).
 
 `http.client` and `httpx2` do the same with more generality: a header parsed by the `email` package, a request
 and a response object each built and checked field by field. Between two calls of an episode an environment
-step evicts all of that code and data from the CPU's caches, so each call paid for it afresh: 0.85 ms of CPU for
-an ALFWorld-sized exchange on loopback with the caches cold, against 0.30 ms here (docs/fullsize.md, "The exchange
-on the wire"). A streamed reply, a redirect and the pre-flight check still go through `httpx2` (`transport.py`).
+step evicts all of that code and data from the CPU's caches, so each call paid for it afresh: 0.82 ms of CPU for
+an ALFWorld-sized exchange on loopback with the caches cold, against 0.40 ms here (`scripts/bench_shortcuts.py
+--cold 64`; docs/fullsize.md, "A reply read whole goes over the wire"). A streamed reply, a redirect and the
+pre-flight check still go through `httpx2` (`transport.py`).
 
 Failures are the standard library's (`http.client.HTTPException` and its subclasses for a malformed or cut-short
 reply, `OSError` for the socket), as `http.client` would raise them, so callers classify both paths alike.

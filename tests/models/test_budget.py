@@ -166,8 +166,8 @@ def open_descriptors() -> int:
 def test_the_file_budget_keeps_a_few_files_open_per_run_whatever_the_calls(tmp_path):
     endpoint = Endpoint("http://127.0.0.1:1/v1 m", max_in_flight=4)
     before = open_descriptors()
-    for run in ("first", "second", "third"):  # one budget folder per run, as the runner makes them
-        budget = FileBudget(tmp_path / run)
+    for run in ("first", "second/", "third"):  # one budget folder per run, as the runner makes them
+        budget = FileBudget(f"{tmp_path / run}")
         for _ in range(50):
             budget.release(budget.acquire(endpoint), tokens=1, rate_limited=False)
         held = [budget.acquire(endpoint) for _ in range(4)]  # every slot at once
