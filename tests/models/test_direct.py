@@ -59,7 +59,9 @@ def test_the_request_is_the_one_the_sdk_would_send(stub, monkeypatch):
     whole = json.loads(post_whole(openai, client, "chat/completions", BODY, PATIENT))
     assert whole["choices"][0]["message"]["content"] == answer(by_sdk)
     by_sdk, direct, on_the_wire = stub.headers
-    assert stub.requests[0] == stub.requests[1] == stub.requests[2] == BODY  # the non-ASCII text arrives as it was
+    assert (
+        stub.requests[0] == stub.requests[1] == stub.requests[2] == BODY
+    )  # the non-ASCII text arrives as it was
     assert {k: v for k, v in by_sdk.items() if k not in PER_REQUEST} == direct == on_the_wire
     assert direct["authorization"] == f"Bearer {KEY}"
     assert direct["user-agent"].startswith("OpenAI/Python")
