@@ -368,6 +368,19 @@ def row(event: Event, *, now: float | None = None) -> dict[str, Any]:
     return out
 
 
+def shallow_row(event: Event, *, now: float | None = None) -> dict[str, Any]:
+    """`row` with the field values as they are: `json.dumps(shallow_row(e), default=json_value)` writes the text
+    of `row(e)` while the encoder, not Python, walks the lists and dicts of plain values (an action list, a
+    schema), and only records meet Python (`json_value`)."""
+    out: dict[str, Any] = {"kind": event.kind, "time": round(time.time() if now is None else now, 3)}
+    for name, omit_none in written_fields(type(event)):
+        value = getattr(event, name)
+        if value is None and omit_none:
+            continue
+        out[name] = value
+    return out
+
+
 def parse(data: Mapping[str, Any]) -> Event:
     """The typed event of one line's JSON object."""
     kind = str(data.get("kind", ""))

@@ -19,7 +19,7 @@ from pos_bench.models.retry import Failure, failure_kind
 from pos_bench.prompting import capped
 from pos_bench.protocols import Model
 from pos_bench.redact import NO_SECRETS, Redactor
-from pos_bench.types import Ledger, Prompt, Reply, Usage, to_jsonable
+from pos_bench.types import Ledger, Prompt, Reply, Usage, json_value, to_jsonable
 
 
 def dumps(data: Any, redactor: Redactor, **options: Any) -> str:
@@ -101,12 +101,26 @@ class Transcript:
             self._file = path.open("w", encoding="utf-8")
 
     def write(self, event: events.Event) -> None:
-        line = events.row(event)
         if self._keep:
+            line = events.row(event)
             self.events.append(line)
+            text = self.redactor.json_text(line, default=str)  # the row is plain already
+        elif self._file is not None:
+            text = self.line_text(event)
+        else:
+            return
         if self._file is not None:
-            self._file.write(self.redactor.json_text(line, default=str) + "\n")  # the row is plain already
+            self._file.write(text + "\n")
             self._file.flush()
+
+    def line_text(self, event: events.Event) -> str:
+        """The line of `event`, its values walked by the JSON encoder (`events.shallow_row`); the row's own text
+        where the encoder cannot write a key as `to_jsonable` does (one that is not a string, a number, a
+        boolean or null)."""
+        try:
+            return self.redactor.json_text(events.shallow_row(event), default=json_value)
+        except (TypeError, ValueError):
+            return self.redactor.json_text(events.row(event), default=str)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["kind"] == kind]

@@ -332,6 +332,24 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def json_value(value: Any) -> Any:
+    """The `default` of `json.dumps` that writes what `to_jsonable` makes of `value`, one level at a time: the
+    encoder calls it for each value it cannot write itself (a record, a set, a mapping that is not a dict) and
+    walks what it returns. A value that is none of these is written as its `str`."""
+    kind = type(value)
+    if kind is Usage:
+        return to_jsonable(value)
+    if kind in _FIELD_NAMES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return {name: getattr(value, name) for name in field_names(kind)}
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((to_jsonable(v) for v in value), key=repr)
+    return str(value)
+
+
 ROW_OMITS = ("report", "final_observation", "seconds")
 """`EpisodeResult` fields kept in the episode's `result.json` only, never in the compact `results.jsonl` row."""
 

@@ -73,3 +73,54 @@ def test_a_call_event_keeps_the_cpu_time_spent_during_the_call():
     busy, sleeping = log.of_kind("call")
     assert busy["cpu_seconds"] >= 0.05 and busy["seconds"] >= 0.05
     assert sleeping["seconds"] >= 0.05 and sleeping["cpu_seconds"] < 0.04  # waiting costs no CPU
+
+
+def test_a_line_is_the_rows_text_whatever_its_values(tmp_path):
+    """Written with the encoder walking the values (`Transcript.line_text`), each event's line holds what its
+    row holds: records as objects, tuples and sets as lists, a usage without its empty cache counts, fields
+    that are None left out where the event says so, a value JSON cannot hold as its text; the row's own text
+    where a key cannot be written as the row writes it."""
+    import types as pytypes
+    from pathlib import Path
+
+    from pos_bench import events
+    from pos_bench.truth.reading import Claim, Fact, Term
+    from pos_bench.types import Observation, ToolCall
+
+    schema = {
+        "type": "object",
+        "properties": {"action": {"enum": ("look", "go to desk 1")}},
+        "required": ["action"],
+    }
+    prompt = Prompt(
+        messages=(Message("system", "rules"), Message("user", "café ☕ \ud800")), schema=schema, max_tokens=64
+    )
+    chosen = [
+        events.Reset(
+            task={"id": "t", 3: (1, 2)}, observation=Observation("You see a desk.", actions=("look",))
+        ),
+        events.Call(
+            role="agent", prompt=prompt, reply="{}", usage=Usage(10, 2, 1), seconds=0.5, cpu_seconds=0.001
+        ),
+        events.Call(role="belief", prompt=prompt, reply="x", usage=Usage(10, 2, 1, cached_input_tokens=8)),
+        events.Step(
+            turn=1, thought=None, action=ToolCall("search", {"q": "x", "n": 2}), observation=Observation("ok")
+        ),
+        events.Memory(
+            turn=2, record={"kept": {"b", "a"}, "view": pytypes.MappingProxyType({"k": 1}), "at": Path("/x")}
+        ),
+        events.Truth(step=0, facts=(Fact("desk 1", "at", "room"),), terms=(Term("at", None, ("on", "in")),)),
+        events.Claims(step=0, claims=(Claim("desk 1", text="on the desk", probability=0.5),)),
+        events.Memory(turn=3, record={(1, 2): "a key JSON cannot write"}),
+    ]
+    log = Transcript(tmp_path / "events.jsonl", keep=False)
+    for event in chosen:
+        log.write(event)
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    rows = [json.loads(json.dumps(events.row(event), default=str)) for event in chosen]
+    assert [{k: v for k, v in line.items() if k != "time"} for line in lines] == [
+        {k: v for k, v in row.items() if k != "time"} for row in rows
+    ]
+    assert "cached_input_tokens" not in lines[1]["usage"] and lines[2]["usage"]["cached_input_tokens"] == 8
+    assert "cpu_seconds" not in lines[2] and lines[4]["record"]["kept"] == ["a", "b"]
