@@ -176,6 +176,9 @@ class _Place:
     holding the same descriptor would both pass it."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Orders this process's threads, which the file locks do not (they share the descriptors)."""
+    read: bytes = b""
+    """The state file's bytes as last read or written here, and the allowance they hold (`stored`)."""
+    stored: Allowance | None = None
 
 
 _OPEN: dict[tuple[int, str], _Place] = {}
@@ -206,9 +209,13 @@ class FileBudget:
 
     def __init__(self, folder: str | Path):
         self.folder = os.path.normpath(folder)
+        self._paths: dict[str, str] = {}
 
     def _place(self, endpoint: Endpoint) -> tuple[str, _Place]:
-        path = os.path.join(self.folder, hashlib.sha256(endpoint.key.encode()).hexdigest()[:16])
+        path = self._paths.get(endpoint.key)
+        if path is None:
+            digest = hashlib.sha256(endpoint.key.encode()).hexdigest()[:16]
+            path = self._paths[endpoint.key] = os.path.join(self.folder, digest)
         place = _OPEN.get((os.getpid(), path))
         if place is None:
             _close_places_except(self.folder)
@@ -226,10 +233,15 @@ class FileBudget:
             fcntl.flock(place.state, fcntl.LOCK_EX)
             try:
                 now = time.time()
-                stored = read_allowance(os.pread(place.state, 4096, 0))
+                data = os.pread(place.state, 4096, 0)
+                if data != place.read:  # the same bytes as last time: the same allowance, not parsed again
+                    place.read, place.stored = data, read_allowance(data)
+                stored = place.stored
                 allowance = change(refill(stored or fresh(endpoint, now), endpoint, now))
                 if allowance != stored:
-                    os.pwrite(place.state, json.dumps(asdict(allowance)).encode().ljust(STATE_BYTES), 0)
+                    data = json.dumps(asdict(allowance)).encode().ljust(STATE_BYTES)
+                    os.pwrite(place.state, data, 0)
+                    place.read, place.stored = data, allowance
                 return allowance
             finally:
                 fcntl.flock(place.state, fcntl.LOCK_UN)
