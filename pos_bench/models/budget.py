@@ -150,15 +150,6 @@ class LocalBudget:
             self._changed.notify_all()
 
 
-@dataclass(frozen=True)
-class FileLease:
-    place: str
-    """The endpoint's folder."""
-    slot: int
-    """The slot's number; its lock file is held through this process's descriptor of it."""
-    endpoint: Endpoint
-
-
 STATE_BYTES = 256
 """The state file's fixed size: the allowance's JSON padded with spaces, so each write replaces all of it."""
 
@@ -181,10 +172,21 @@ class _Place:
     stored: Allowance | None = None
 
 
+@dataclass(frozen=True)
+class FileLease:
+    place: _Place
+    """The endpoint's files, as the process that took the slot holds them."""
+    slot: int
+    """The slot's number; its lock file is held through `place`'s descriptor of it."""
+    endpoint: Endpoint
+
+
 _OPEN: dict[tuple[int, str], _Place] = {}
 """This process's open places, by (process id, endpoint folder). A process forked from one that had some opens
 its own (a lock is shared by every copy of a descriptor). Places of one run's budget folder at a time: those of
 an earlier run, and the copies a fork inherited, are closed when a new place opens."""
+_OPENING = threading.Lock()
+"""Held while a place is looked for and opened: two threads' first calls would otherwise open one each."""
 
 
 def _close_places_except(folder: str) -> None:
@@ -218,11 +220,14 @@ class FileBudget:
             path = self._paths[endpoint.key] = os.path.join(self.folder, digest)
         place = _OPEN.get((os.getpid(), path))
         if place is None:
-            _close_places_except(self.folder)
-            os.makedirs(path, exist_ok=True)
-            place = _OPEN[(os.getpid(), path)] = _Place(
-                os.open(os.path.join(path, "state.json"), os.O_RDWR | os.O_CREAT, 0o600)
-            )
+            with _OPENING:
+                place = _OPEN.get((os.getpid(), path))
+                if place is None:
+                    _close_places_except(self.folder)
+                    os.makedirs(path, exist_ok=True)
+                    place = _OPEN[(os.getpid(), path)] = _Place(
+                        os.open(os.path.join(path, "state.json"), os.O_RDWR | os.O_CREAT, 0o600)
+                    )
         return path, place
 
     def _update(self, place: _Place, endpoint: Endpoint, change) -> Allowance:
@@ -247,8 +252,11 @@ class FileBudget:
                 fcntl.flock(place.state, fcntl.LOCK_UN)
 
     def _take_slot(self, path: str, place: _Place, limit: int) -> int | None:
+        """A free slot below `limit`, looked for from this process's own first slot on (its process id modulo
+        the limit), so that a process finds its usual slot free and keeps a descriptor open for the few slots
+        its calls in flight use, not for every slot of the endpoint."""
         with place.lock:
-            start = random.randrange(limit)
+            start = os.getpid() % limit
             for i in range(limit):
                 slot = (start + i) % limit
                 if slot in place.held:
@@ -273,11 +281,11 @@ class FileBudget:
             if admits(allowance, endpoint, 0):
                 slot = self._take_slot(path, place, int(allowance.limit))
                 if slot is not None:
-                    return FileLease(path, slot, endpoint)
+                    return FileLease(place, slot, endpoint)
             time.sleep(wait_seconds(allowance, endpoint))
 
     def release(self, lease: FileLease, *, tokens: int, rate_limited: bool) -> None:
-        _, place = self._place(lease.endpoint)
+        place = lease.place
         try:
             self._update(
                 place,

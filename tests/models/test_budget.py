@@ -175,3 +175,10 @@ def test_the_file_budget_keeps_a_few_files_open_per_run_whatever_the_calls(tmp_p
             budget.release(lease, tokens=1, rate_limited=False)
         assert open_descriptors() - before <= 1 + 4  # the state file and the four slots of this run only
     assert len({lease.slot for lease in held}) == 4
+    wide = FileBudget(tmp_path / "wide")
+    before = open_descriptors()
+    for _ in range(50):  # one call at a time against an endpoint of 64 slots
+        wide.release(
+            wide.acquire(Endpoint("http://127.0.0.1:1/v1 m", max_in_flight=64)), tokens=1, rate_limited=False
+        )
+    assert open_descriptors() - before <= 2  # its state file and one slot, not one descriptor per slot tried
