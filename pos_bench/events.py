@@ -359,13 +359,7 @@ def written_fields(kind: type[Event]) -> tuple[tuple[str, bool], ...]:
 
 def row(event: Event, *, now: float | None = None) -> dict[str, Any]:
     """The JSON object of one `events.jsonl` line: kind, time, then the event's fields as plain values."""
-    out: dict[str, Any] = {"kind": event.kind, "time": round(time.time() if now is None else now, 3)}
-    for name, omit_none in written_fields(type(event)):
-        value = getattr(event, name)
-        if value is None and omit_none:
-            continue
-        out[name] = to_jsonable(value)
-    return out
+    return {name: to_jsonable(value) for name, value in shallow_row(event, now=now).items()}
 
 
 def shallow_row(event: Event, *, now: float | None = None) -> dict[str, Any]:

@@ -96,11 +96,7 @@ def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], tim
     through `post_json`, whose transport follows one within the origin and refuses any other."""
     where = route(client, path)
     if not where.direct:
-        response = post_json(module, client, path, body, timeout)
-        try:
-            return response.read()
-        finally:
-            response.close()
+        return read_whole(post_json(module, client, path, body, timeout))
     timeouts = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
     data = json_bytes(body)
     try:
@@ -114,11 +110,7 @@ def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], tim
     if not 200 <= whole.status < 300:  # as the client logs it (the lines of answered requests are left out)
         logger.info('HTTP Request: POST %s "HTTP/1.1 %d %s"', where.url, whole.status, whole.reason)
     if whole.status in REDIRECTS and whole.header(b"location") is not None:
-        response = post_json(module, client, path, body, timeout)
-        try:
-            return response.read()
-        finally:
-            response.close()
+        return read_whole(post_json(module, client, path, body, timeout))
     if whole.status < 400:  # as `post_json`'s caller reads it: the body, whatever the status
         return whole.body
     response = httpx2.Response(
@@ -128,6 +120,14 @@ def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], tim
         request=httpx2.Request("POST", where.url, headers=sdk_headers(client), content=data),
     )
     raise client._make_status_error_from_response(response)
+
+
+def read_whole(response: httpx2.Response) -> bytes:
+    """The body of a `post_json` response, read to its end (the connection is kept) and closed."""
+    try:
+        return response.read()
+    finally:
+        response.close()
 
 
 def post_json(
