@@ -196,8 +196,9 @@ class Error(Event):
 
 
 _fact = functools.lru_cache(maxsize=1 << 16)(Fact)
-"""`Fact`, one object per distinct fact recently read: each `truth` event restates the whole world, so an
-episode reads the same facts at every step, and building them anew was most of the cost of reading its truth."""
+"""`Fact`, one object per distinct fact recently read: an older transcript's `truth` event restates the whole
+world, so an episode reads the same facts at every step, and building them anew was most of the cost of reading
+its truth."""
 
 
 def _facts(rows: Iterable[Mapping[str, Any]]) -> tuple[Fact, ...]:
@@ -207,13 +208,18 @@ def _facts(rows: Iterable[Mapping[str, Any]]) -> tuple[Fact, ...]:
 @dataclass(frozen=True)
 class Truth(Event):
     """The environment's ground truth after step `step` (-1: after the reset; steps are zero-based, as PoS
-    numbers them), written for every method when the environment knows it (issue 28). The world's names,
-    goal, vocabulary and name shape are written when they differ from the episode's previous truth event and
-    left out (None) otherwise: read them back through `truths`."""
+    numbers them), written for every method when the environment knows it (issue 28). The world's facts,
+    names, goal, vocabulary and name shape are written when they differ from the episode's previous truth event
+    and left out (None) otherwise: read them back through `truths`.
+
+    The facts were written whole at every step. The world mostly stays as it was (ALFWorld: 49 steps in 50 of a
+    raw episode against the stand-in), so most truth lines restated some 2 kB, and sorting and writing them
+    was the largest share of the CPU a step's lines cost. An older transcript, whose every line has its facts,
+    reads as before."""
 
     kind: ClassVar[str] = "truth"
     step: int = -1
-    facts: tuple[Fact, ...] = ()
+    facts: tuple[Fact, ...] | None = field(default=None, metadata=OMIT_NONE)
     entities: tuple[str, ...] | None = field(default=None, metadata=OMIT_NONE)
     goal: tuple[Fact, ...] | None = field(default=None, metadata=OMIT_NONE)
     terms: tuple[Term, ...] | None = field(default=None, metadata=OMIT_NONE)
@@ -229,7 +235,7 @@ class Truth(Event):
 
         return cls(
             step=step,
-            facts=tuple(sorted(world.facts)),
+            facts=tuple(sorted(world.facts)) if changed(world.facts, p and p.facts) else None,
             entities=tuple(sorted(world.entities)) if changed(world.entities, p and p.entities) else None,
             goal=tuple(sorted(world.goal)) if changed(world.goal, p and p.goal) else None,
             terms=world.terms if changed(world.terms, p and p.terms) else None,
@@ -240,7 +246,7 @@ class Truth(Event):
         """The truth this event states, what it leaves out taken from `previous` (the episode's last)."""
         p = previous or WorldTruth(facts=frozenset(), entities=frozenset())
         return WorldTruth(
-            facts=frozenset(self.facts),
+            facts=p.facts if self.facts is None else frozenset(self.facts),
             entities=p.entities if self.entities is None else frozenset(self.entities),
             goal=p.goal if self.goal is None else frozenset(self.goal),
             terms=p.terms if self.terms is None else self.terms,
@@ -248,12 +254,17 @@ class Truth(Event):
         )
 
     def restates(self, other: Truth) -> bool:
-        """Whether this truth says what `other` said, at another step (a world that stayed as it was)."""
-        return replace(self, step=other.step, time=other.time) == other
+        """Whether this truth says what `other` said, at another step (a world that stayed as it was): it says
+        nothing new, or it says again all that `other` said (an older transcript's way)."""
+        return self.says_nothing_new() or replace(self, step=other.step, time=other.time) == other
+
+    def says_nothing_new(self) -> bool:
+        return (self.facts, self.entities, self.goal, self.terms, self.entity_shape) == (None,) * 5
 
     @classmethod
     def decoded(cls, values: dict[str, Any]) -> dict[str, Any]:
-        values["facts"] = _facts(values.get("facts") or ())
+        if values.get("facts") is not None:
+            values["facts"] = _facts(values["facts"])
         if values.get("goal") is not None:
             values["goal"] = _facts(values["goal"])
         if values.get("entities") is not None:
@@ -398,9 +409,10 @@ def read(path: Path, kinds: tuple[type[Event], ...] | None = None) -> Iterator[E
     another known kind is then skipped before its JSON is decoded (`line_kind`), and decoding is most of the
     cost of a transcript, whose bulk is the prompts of its `call` lines. Every line is still checked as UTF-8.
 
-    A `truth` restates the whole world at every step, and the world mostly stays as it was (ALFWorld: 24 steps in
-    25): a truth line that says, from its facts on, what the last one said is not decoded again, only its step and
-    time; its event shares the last one's facts."""
+    An older transcript's `truth` restates the whole world at every step, and the world mostly stays as it was
+    (ALFWorld: 24 steps in 25): a truth line that says, from its facts on, what the last one said is not decoded
+    again, only its step and time; its event shares the last one's facts. (A truth written now leaves out what
+    did not change, `Truth`.)"""
     skip = frozenset() if kinds is None else frozenset(KINDS) - {cls.kind for cls in kinds}
     said: tuple[str, Truth] | None = None
     """The last truth: its line from its facts on, and its event."""

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pos_bench import events
 from pos_bench.parse import ParseFailure, parse_decision
 from pos_bench.prompting import capped, repair_request
-from pos_bench.protocols import ClaimingMethod, Env, EventfulMethod, Method, Model, TruthfulEnv
+from pos_bench.protocols import ClaimingMethod, Env, EventfulMethod, Method, Model, TruthfulEnv, implements
 from pos_bench.transcript import Transcript
 from pos_bench.truth import WorldTruth
 from pos_bench.types import (
@@ -81,7 +81,7 @@ def decide(
 
     `None` means the turn is spent; under the `error` policy an exhausted budget raises `UnusableReply`."""
     request = method.prompt(obs)
-    if isinstance(method, EventfulMethod):
+    if implements(method, EventfulMethod):
         for event in method.events(turn):
             log.write(event)
     if isinstance(request, Decision):
@@ -231,7 +231,7 @@ def read_truth(env: Env) -> WorldTruth | Exception | None:
     engine works out its own state, as much environment work as the step. A read that raises is returned, not
     raised: the truth is an instrument beside the episode (an engine state its reader does not know, say), so
     its failure costs that step's truth, never the step's line or the episode (`record_truth`)."""
-    if not isinstance(env, TruthfulEnv):
+    if not implements(env, TruthfulEnv):
         return None
     try:
         return env.truth()
@@ -265,7 +265,7 @@ def record_claims(method: Method, step: int, tally: Tally, log: Transcript) -> N
     otherwise); a method that keeps no state says so once, at the reset."""
     if tally.truth is None:
         return
-    if isinstance(method, ClaimingMethod):
+    if implements(method, ClaimingMethod):
         log.write(events.Claims(step=step, claims=method.claims()))
     elif step == -1:
         log.write(events.Claims(step=step, keeps_state=False))
@@ -281,7 +281,7 @@ def memory_operation(
     record = method.update(Step(tally.turn, obs, decision, None))
     if record:
         log.write(events.Memory(turn=tally.turn, record=record))
-    if isinstance(method, ClaimingMethod):
+    if implements(method, ClaimingMethod):
         record_claims(method, tally.steps - 1, tally, log)
 
 

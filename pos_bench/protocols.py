@@ -205,6 +205,24 @@ class EventfulMethod(Method, Protocol):
         ...
 
 
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+
+
+def implements(obj: object, protocol: type) -> bool:
+    """`isinstance(obj, protocol)` for a runtime-checkable protocol of methods, decided once per class of `obj`.
+
+    Python checks such a protocol by looking up each of its members on the object, some 15 µs in 3.11, and the
+    loop asks at every call and step whether its method claims or makes events and whether its environment
+    knows its truth. Every instance of a class answers alike when the protocol names only methods, which a
+    class defines for all its instances (a wrapper that forwards unknown names to another object, `__getattr__`,
+    would not: none of the protocols asked here is met that way)."""
+    key = (type(obj), protocol)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = isinstance(obj, protocol)
+    return found
+
+
 class MethodBase:
     """Defaults shared by methods: context-manager plumbing and an empty report."""
 

@@ -318,7 +318,8 @@ def to_jsonable(value: Any) -> Any:
     if kind is list or kind is tuple:
         return [to_jsonable(v) for v in value]
     if kind is Usage:  # cache counts only when a server reported some: older files read back as written
-        return {k: v for k, v in dataclasses.asdict(value).items() if v or k not in CACHE_COUNTS}
+        counts = {name: getattr(value, name) for name in field_names(Usage)}
+        return {k: v for k, v in counts.items() if v or k not in CACHE_COUNTS}
     if kind in _FIELD_NAMES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         return {name: to_jsonable(getattr(value, name)) for name in field_names(kind)}
     if hasattr(value, "model_dump"):

@@ -2,6 +2,7 @@
 recorded before the typed records existed (commit ef74750, a PoS episode on the toy household) reads back."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -92,3 +93,29 @@ def test_a_truth_restated_at_later_steps_reads_as_if_each_line_were_decoded(tmp_
     truths = events.truths(events.read(path))
     assert [truths[s].facts for s in sorted(truths)] == [frozenset(f) for f, _ in worlds]
     assert truths == events.truths(decoded)
+
+
+def test_an_unchanged_world_is_written_without_its_facts_and_an_older_transcript_reads_the_same(tmp_path):
+    """A truth line leaves out facts that did not change; a transcript written when every line restated them
+    reads back as the same truths."""
+    from pos_bench.truth import Fact, WorldTruth
+
+    here, there = Fact("mug 1", "location", "desk 1"), Fact("mug 1", "location", "shelf 2")
+    worlds = [
+        WorldTruth(facts=frozenset(f), entities=frozenset({"mug 1"})) for f in ({here}, {here}, {there})
+    ]
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    written, restated = Transcript(new), Transcript(old)
+    previous = None
+    for step, world in enumerate(worlds, start=-1):
+        event = events.Truth.of(step, world, previous)
+        written.write(event)
+        # the layout before facts were left out: every line has them
+        restated.write(replace(event, facts=tuple(sorted(world.facts))))
+        previous = world
+    written.close()
+    restated.close()
+    lines = [json.loads(line) for line in new.read_text().splitlines()]
+    assert ["facts" in line for line in lines] == [True, False, True]
+    expected = dict(enumerate(worlds, start=-1))
+    assert events.truths(events.read(new)) == events.truths(events.read(old)) == expected

@@ -175,7 +175,8 @@ class Timeline:
 
     def truth(self, event: events.Truth) -> None:
         # the world mostly stays as it was from one step to the next (ALFWorld: 24 steps in 25), and a truth
-        # restates all of it: the world and its text are made again only when the truth says something new
+        # leaves out what did not change (an older one restates all of it): the world and its text are made again
+        # only when the truth says something new
         if self.said is None or not event.restates(self.said[0]):
             self.world = event.world(self.world)
             text = "\n".join(_fact_text(f) for f in sorted(self.world.facts, key=FACT_ORDER))
