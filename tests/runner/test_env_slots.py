@@ -146,6 +146,56 @@ def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path) -> None:
     assert done.wait(5)
 
 
+def open_descriptors(folder: Path) -> int:
+    """This process's descriptors of files in `folder` (other tests' threads may be closing theirs meanwhile)."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(folder))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_thread_keeps_its_descriptors_between_steps_and_a_nested_take_gets_its_own(tmp_path: Path) -> None:
+    slots = EnvSlots(2, tmp_path)
+    with slots.held():
+        pass
+    before = open_descriptors(tmp_path)
+    for _ in range(50):
+        with slots.held():
+            pass
+    assert open_descriptors(tmp_path) == before == 3  # two slots and the line
+    with slots.held():  # the outer take holds one slot, the nested one the other: a third finds none
+        with slots.held():
+            got = threading.Event()
+
+            def third() -> None:
+                with slots.held():
+                    got.set()
+
+            other = threading.Thread(target=third, daemon=True)
+            other.start()
+            assert not got.wait(0.3)
+        assert got.wait(5)  # the nested take gave its slot back, and only its own
+    other.join(5)
+    # the nested take's and the ended thread's are closed; the process's bell, opened when a step first waited,
+    # stays open
+    assert open_descriptors(tmp_path) == before + 1
+
+
+def test_a_step_given_back_with_nobody_waiting_rings_no_bell(tmp_path: Path) -> None:
+    slots = EnvSlots(1, tmp_path)
+    assert slots.bell is not None
+    listener = os.open(slots.bell, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        with slots.held():
+            pass
+        with pytest.raises(BlockingIOError):
+            os.read(listener, 16)
+    finally:
+        os.close(listener)
+
+
 class Computing(ToyBenchmark):
     compute_bound = True
 
