@@ -16,15 +16,16 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pos_bench.models.cache import canonical_json, canonical_request, identity, request_key
 from pos_bench.models.retry import RequestRefused
 from pos_bench.protocols import Model
-from pos_bench.types import Prompt, Reply, Usage, usage_from_json
+from pos_bench.types import Prompt, Reply, Usage, field_names, usage_from_json
 
 RESPONSES = "responses.jsonl"
 """The file name of an episode's kept replies, inside its episode folder."""
@@ -66,31 +67,29 @@ class ResponseLog:
         self.path = path
         self.redact = redact
         self._lock = threading.Lock()
-        self._made = False
-        """Whether the episode's folder was made (once, before the first line)."""
+        self._file: int | None = None
+        """The file, opened at the first line and kept open until the log is dropped (the episode's end)."""
 
     def keep(self, kept: KeptReply) -> None:
         row = {
             "key": kept.key,
             "role": kept.role,
             "text": self.redact(kept.text),
-            "usage": asdict(kept.usage),
+            "usage": {name: getattr(kept.usage, name) for name in field_names(Usage)},
             "served": None if kept.served is None else self.redact(kept.served),
             "refused": kept.refused,
         }
         line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass")
         with self._lock:
-            if not self._made:
+            if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._made = True
-            # opened for each line, so an episode holds no file between its calls
-            file = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-            try:
-                rest = memoryview(line)
-                while rest:
-                    rest = rest[os.write(file, rest) :]
-            finally:
-                os.close(file)
+                self._file = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                # one descriptor per episode in flight, closed with the log; opening the file for each line
+                # cost two more system calls per model call
+                weakref.finalize(self, os.close, self._file)
+            rest = memoryview(line)
+            while rest:
+                rest = rest[os.write(self._file, rest) :]
 
 
 class Kept:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+
 import pytest
 
 from pos_bench.models.cache import canonical_request, identity, request_key
@@ -44,3 +48,23 @@ def test_a_torn_last_line_is_skipped(tmp_path):
     with path.open("a") as f:
         f.write('{"key": "abc", "text": "cut of')
     assert len(read_kept(tmp_path)) == 1
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_the_log_keeps_one_descriptor_while_it_lives_and_none_after(tmp_path):
+    def open_here() -> int:
+        found = 0
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+                found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path))
+        return found
+
+    log = ResponseLog(tmp_path / "episodes" / "e" / RESPONSES)
+    model = Kept(ScriptedModel(default="ok"), log)
+    for n in range(5):
+        model.generate(PROMPT.extended(Message("user", str(n))))
+    assert open_here() == 1
+    assert len(read_kept(tmp_path)) == 5  # each line is on disk as it is written
+    del model, log
+    gc.collect()
+    assert open_here() == 0
