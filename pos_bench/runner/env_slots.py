@@ -21,11 +21,11 @@ Ray cluster each host has its own folder and, by default, its own core count. Wh
 A step that finds every slot taken waits in line (one more lock file, which the kernel gives to one waiter at a
 time). The head of the line takes the first slot given back: a step that ends while one waits rings a bell (a
 named pipe the head listens on), and the head looks again at least every `RECHECK_SECONDS` (a worker killed
-mid-step frees its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting while another slot was
-free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the cores 6.0-6.5% idle
-through the run (`vmstat`), 3.7% with the bell, and the run 4% shorter (acon: 3.4% and 0.4% idle, 4.5% shorter).
-The head looking every 2 ms instead of listening had them 3.1% idle, but the looking cost 1.7% of a core; the
-bell costs nothing while nobody rings it (docs/reference/measurements.md).
+mid-step frees its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting
+while another slot was free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the
+cores 6.0-6.5% idle through the run (`vmstat`), 3.7% with the bell, and the run 4% shorter (acon: 3.4% and 0.4%
+idle, 4.5% shorter). The head looking every 2 ms instead of listening had them 3.1% idle, but the looking cost
+1.7% of a core; the bell costs nothing while nobody rings it (docs/reference/measurements.md).
 
 A method that runs a model of its own in the worker (PACE's sentence encoder) computes like an environment
 step, so it takes its turn through the same slots: `protocols.local_compute()` holds the gate of the episode
@@ -192,8 +192,8 @@ def _process_bell(path: str | None) -> int | None:
     writes to it. To ring, it is opened for reading too: the open never fails for want of a listener, and the
     write never meets a pipe nobody reads (a head may stop listening), which raises or, where SIGPIPE is not
     ignored, kills the process. Since every process keeps it open, rings made while nobody listens stay in the
-    pipe (up to its size, then they are dropped): the head drains them before it looks. Opening it at every
-    step cost the kernel a pipe buffer made and freed each time: 59 µs of CPU per step in an ALFWorld episode."""
+    pipe (up to its size, then they are dropped): the head drains them before it looks. A ring that opened and
+    closed it cost 59 µs of CPU in an ALFWorld episode, 39 µs without them (the write itself, `someone_waits`)."""
     if path is None:
         return None
     key = (os.getpid(), path)
@@ -215,8 +215,9 @@ def someone_waits(line: int) -> bool:
     """Whether a step is at the head of the line (it holds the line's lock), so that a slot given back must ring.
 
     Asked after the slot is given back: a step that takes the head after the question looks at the slots after
-    it, and sees that one. A ring writes to the named pipe, whose file's times the file system then updates: with
-    nobody waiting, that was a journal write for nothing at every step."""
+    it, and sees that one. A ring writes to the named pipe, and the file system then updates the pipe file's
+    times (on ext4 a journal entry, whenever a clock tick has passed since the last): 39 µs of CPU per ring in an
+    ALFWorld episode, spent for nothing at every step nobody waited for."""
     try:
         fcntl.flock(line, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
