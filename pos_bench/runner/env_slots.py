@@ -91,11 +91,13 @@ class EnvSlots:
                 taken = self._wait_in_line(mine)
             yield
         finally:
-            if taken is not None:
-                fcntl.flock(taken, fcntl.LOCK_UN)  # gives the slot back
-            if someone_waits(mine.line):
-                self._ring()
-            mine.release()
+            try:
+                if taken is not None:
+                    fcntl.flock(taken, fcntl.LOCK_UN)  # gives the slot back
+                if someone_waits(mine.line):
+                    self._ring()
+            finally:
+                mine.release()  # whatever raised above, the thread's next take reuses its descriptors
 
     def _wait_in_line(self, mine: _Descriptors) -> int:
         """Take the line's lock (behind the steps waiting ahead), then the first slot given back."""

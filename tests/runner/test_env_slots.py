@@ -156,6 +156,29 @@ def open_descriptors(folder: Path) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_take_whose_give_back_raised_leaves_the_thread_its_descriptors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pos_bench.runner import env_slots
+
+    slots = EnvSlots(2, tmp_path)
+    with slots.held():
+        pass
+    before = open_descriptors(tmp_path)
+
+    def broken(line: int) -> bool:
+        raise OSError("flock failed")
+
+    monkeypatch.setattr(env_slots, "someone_waits", broken)
+    with pytest.raises(OSError, match="flock failed"), slots.held():
+        pass
+    monkeypatch.undo()
+    for _ in range(5):  # not a nested take each time, opening descriptors of its own
+        with slots.held():
+            assert open_descriptors(tmp_path) == before
+    assert open_descriptors(tmp_path) == before
+
+
 def test_a_thread_keeps_its_descriptors_between_steps_and_a_nested_take_gets_its_own(tmp_path: Path) -> None:
     slots = EnvSlots(2, tmp_path)
     with slots.held():
