@@ -1,4 +1,5 @@
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +21,23 @@ def test_a_headless_session_leaves_nothing_in_the_temporary_directory(
         assert driver.title == "hello"
         assert list(scratch.iterdir())  # its profile, while it runs
     assert list(scratch.iterdir()) == []
+
+
+def test_a_long_temporary_directory_still_starts_chromium_and_is_left_empty(
+    tmp_path, tmp_path_factory, monkeypatch
+):
+    # Chromium's singleton socket path under it would pass the 107 bytes a Unix socket's path may have
+    scratch = tmp_path_factory.mktemp("t") / ("x" * 100)
+    scratch.mkdir()
+    assert len(str(scratch)) > 100
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    page = tmp_path / "page.html"
+    page.write_text("<title>hello</title>", encoding="utf-8")
+    with chromium.headless("800,600") as driver:
+        driver.get(page.as_uri())
+        assert driver.title == "hello"
+        own = Path(driver.capabilities["chrome"]["userDataDir"]).parent
+        assert own.is_dir()
+    assert list(scratch.iterdir()) == []
+    assert not own.exists()  # the folder of its own, wherever it was made, is gone too
