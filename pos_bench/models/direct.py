@@ -108,7 +108,7 @@ def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], tim
     except (httpx2.RequestError, ssl.SSLError) as error:
         raise module.APIConnectionError(request=httpx2.Request("POST", where.url)) from error
     if not 200 <= whole.status < 300:  # as the client logs it (the lines of answered requests are left out)
-        logger.info('HTTP Request: POST %s "HTTP/1.1 %d %s"', where.url, whole.status, whole.reason)
+        logger.info('HTTP Request: POST %s "%s %d %s"', where.url, whole.version, whole.status, whole.reason)
     if whole.status in REDIRECTS and whole.header(b"location") is not None:
         return read_whole(post_json(module, client, path, body, timeout))
     if whole.status < 400:  # as `post_json`'s caller reads it: the body, whatever the status

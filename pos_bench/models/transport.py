@@ -228,7 +228,7 @@ class DeadlineTransport(httpx2.BaseTransport):
             headers=headers,
             stream=_Body(request, reply, connection, self.max_reply_bytes, sock),
             extensions={
-                "http_version": b"HTTP/1.1",
+                "http_version": b"HTTP/1.0" if reply.version == 10 else b"HTTP/1.1",  # as the server said
                 "reason_phrase": reply.reason.encode("latin-1", "replace"),
             },
         )

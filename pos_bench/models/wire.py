@@ -50,6 +50,8 @@ class Whole:
     """Decoded (`Content-Encoding`)."""
     keep: bool
     """The connection can carry another request."""
+    version: str
+    """The HTTP version the server's status line named (`HTTP/1.0`, `HTTP/1.1`)."""
 
     def header(self, name: bytes) -> bytes | None:
         """The last value of header `name` (lower case), or None."""
@@ -213,4 +215,4 @@ def read_reply(reader: BinaryIO, limit: int, *, head_only: bool = False) -> Whol
     else:  # the body ends with the connection
         body, keep = _to_close(reader, limit), False
     body = decoded(body, fields.get(b"content-encoding"), limit)
-    return Whole(status, reason, headers, body, keep)
+    return Whole(status, reason, headers, body, keep, version.decode("latin-1"))

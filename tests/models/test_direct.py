@@ -1,9 +1,10 @@
 """A JSON POST on the SDK client's own HTTP client, or on its connection with the reply read whole: the request the
-SDK would send, the errors it would raise."""
+SDK would send, the errors it would raise, the log line its client would write."""
 
 from __future__ import annotations
 
 import json
+import logging
 
 import httpx2
 import openai
@@ -12,6 +13,7 @@ import pytest
 from pos_bench.models.direct import post_json, post_whole
 from pos_bench.models.openai import OpenAIModel
 from tests.models.stub_openai_server import PATIENT, StubOpenAI
+from tests.models.test_wire import canned
 
 KEY = "sk-direct-test-0123456789"
 BODY = {
@@ -31,12 +33,13 @@ def stub():
         yield server
 
 
-def client_of(stub: StubOpenAI, monkeypatch) -> openai.OpenAI:
+def model_at(url: str, monkeypatch) -> OpenAIModel:
     monkeypatch.setenv("DIRECT_TEST_KEY", KEY)
-    model = OpenAIModel(
-        "stub-model", base_url=f"{stub.url}/v1", api_key_env="DIRECT_TEST_KEY", timeout=PATIENT
-    )
-    return model.client[1]
+    return OpenAIModel("stub-model", base_url=f"{url}/v1", api_key_env="DIRECT_TEST_KEY", timeout=PATIENT)
+
+
+def client_of(stub: StubOpenAI, monkeypatch) -> openai.OpenAI:
+    return model_at(stub.url, monkeypatch).client[1]
 
 
 def answer(response: httpx2.Response) -> str:
@@ -98,3 +101,20 @@ def test_no_answer_in_time_is_the_sdks_timeout_and_no_server_its_connection_erro
     with pytest.raises(openai.APIConnectionError) as raised:
         post(openai, client, "chat/completions", BODY, 0.5)
     assert not isinstance(raised.value, openai.APITimeoutError)
+
+
+@pytest.mark.parametrize("post", [post_json, post_whole])
+def test_a_failed_status_is_logged_with_the_http_version_the_server_answered_in(monkeypatch, caplog, post):
+    error = b'{"error": {"message": "overloaded", "type": "stub_error"}}'
+    reply = (
+        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+    )
+    caplog.set_level(logging.INFO, logger="httpx2")
+    with canned(reply % (len(error), error)) as (port, seen):
+        client = model_at(f"http://127.0.0.1:{port}", monkeypatch).client[1]
+        with pytest.raises(openai.InternalServerError) as raised:
+            post(openai, client, "chat/completions", BODY, PATIENT)
+    assert len(seen) == 1 and raised.value.status_code == 503
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    assert f'HTTP Request: POST {url} "HTTP/1.0 503 Service Unavailable"' in caplog.messages
+    assert not any("HTTP/1.1" in line for line in caplog.messages)

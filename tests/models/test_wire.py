@@ -95,7 +95,7 @@ def test_a_body_framed_by_its_length_by_chunks_or_by_the_end_of_the_connection_i
     by_length = b"HTTP/1.1 201 Created\r\nContent-Length: 3\r\nX-A: 1\r\nx-a: 2\r\n\r\nabc"
     with canned(chunked, by_length) as (port, seen):
         first, second = exchange(port, requests=2)
-    assert (first.status, first.body, first.keep) == (200, b"hello world", True)
+    assert (first.version, first.status, first.body, first.keep) == ("HTTP/1.1", 200, b"hello world", True)
     assert (second.status, second.reason, second.body, second.header(b"x-a")) == (
         201,
         "Created",
@@ -107,7 +107,7 @@ def test_a_body_framed_by_its_length_by_chunks_or_by_the_end_of_the_connection_i
     )
     with canned(b"HTTP/1.0 200 OK\r\n\r\nto the end") as (port, _):
         (whole,) = exchange(port)
-    assert (whole.body, whole.keep) == (b"to the end", False)
+    assert (whole.version, whole.body, whole.keep) == ("HTTP/1.0", b"to the end", False)
 
 
 @pytest.mark.parametrize(
