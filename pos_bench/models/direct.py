@@ -63,8 +63,9 @@ class Route:
     target: bytes
     head: bytes
     direct: bool
-    """The client sends to the URL through its own transport (`DeadlineTransport`), not through a proxy that the
-    environment names (`HTTPS_PROXY`…); only then does `post_whole` skip the client."""
+    """The client sends to the URL through its own transport (`DeadlineTransport`), not through a proxy mounted on
+    it; only then does `post_whole` skip the client. (The environment's proxies, `HTTPS_PROXY`…, are not mounted:
+    httpx2 reads them only for a client built without a transport, and `endpoint.py` gives the SDK's client one.)"""
 
 
 @functools.lru_cache(maxsize=64)

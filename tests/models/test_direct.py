@@ -1,18 +1,29 @@
 """A JSON POST on the SDK client's own HTTP client, or on its connection with the reply read whole: the request the
-SDK would send, the errors it would raise, the log line its client would write."""
+SDK would send, the errors it would raise, the log line its client would write. Through a real forward proxy on
+loopback, a call keeps the client's path when the client has the proxy mounted; the environment's proxies are not
+mounted on a client built on its own transport."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import httpx2
 import openai
 import pytest
 
-from pos_bench.models.direct import post_json, post_whole
+from pos_bench.models.direct import post_json, post_whole, route
+from pos_bench.models.endpoint import tls_for
 from pos_bench.models.openai import OpenAIModel
-from tests.models.stub_openai_server import PATIENT, StubOpenAI
+from pos_bench.models.transport import DeadlineTransport
+from tests.models.stub_openai_server import PATIENT, Listener, StubOpenAI
 from tests.models.test_wire import canned
 
 KEY = "sk-direct-test-0123456789"
@@ -118,3 +129,98 @@ def test_a_failed_status_is_logged_with_the_http_version_the_server_answered_in(
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     assert f'HTTP Request: POST {url} "HTTP/1.0 503 Service Unavailable"' in caplog.messages
     assert not any("HTTP/1.1" in line for line in caplog.messages)
+
+
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "transfer-encoding",
+    "te",
+}
+"""Headers of one connection, which a proxy does not pass on."""
+
+
+@contextmanager
+def forward_proxy() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP forward proxy: it takes a request in absolute form (`POST http://host:port/path HTTP/1.1`),
+    passes it to that origin and its reply back; yields its URL and the request lines it took."""
+    lines: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            lines.append(self.requestline)
+            target = urllib.parse.urlsplit(self.path)
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=PATIENT)
+            try:
+                upstream.request(
+                    "POST", target.path + (f"?{target.query}" if target.query else ""), body, headers
+                )
+                reply = upstream.getresponse()
+                data = reply.read()
+            finally:
+                upstream.close()
+            self.send_response(reply.status, reply.reason)
+            for name, value in reply.getheaders():
+                if name.lower() not in HOP_BY_HOP | {"content-length"}:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    with Listener(("127.0.0.1", 0), Handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}", lines
+        finally:
+            server.shutdown()
+
+
+def test_a_call_through_a_proxy_mounted_on_the_client_takes_the_clients_path(stub, monkeypatch):
+    model = model_at(stub.url, monkeypatch)
+    with forward_proxy() as (proxy, lines):
+        # as `endpoint.py` builds the client, with a proxy mounted for every URL (what httpx2 mounts for the
+        # environment's proxies when it builds its own transport)
+        transport = DeadlineTransport(tls_for(model.base_url), model.max_reply_bytes)
+        with model.make_client(
+            openai, KEY, openai.DefaultHttpxClient(transport=transport, proxy=proxy)
+        ) as client:
+            assert not route(client, "chat/completions").direct
+            whole = json.loads(post_whole(openai, client, "chat/completions", BODY, PATIENT))
+            stub.faults.retry_after = "3"
+            stub.faults.push("429")
+            with pytest.raises(openai.RateLimitError) as raised:
+                post_whole(openai, client, "chat/completions", BODY, PATIENT)
+    assert whole["choices"][0]["message"]["content"]
+    assert raised.value.status_code == 429 and isinstance(raised.value.body, dict)
+    assert raised.value.response.headers["retry-after"] == "3"
+    assert lines == [f"POST {stub.url}/v1/chat/completions HTTP/1.1"] * 2  # the absolute form, to the proxy
+    assert stub.requests == [BODY, BODY]
+    assert all(headers["authorization"] == f"Bearer {KEY}" for headers in stub.headers)
+    assert transport.connections == {}  # nothing went over the transport's own connection
+
+
+def test_a_proxy_the_environment_names_is_not_read_by_a_client_built_on_its_own_transport(stub, monkeypatch):
+    # httpx2 mounts the environment's proxies only on a client built without a transport; `endpoint.py` gives
+    # the SDK's client `DeadlineTransport`, so every call goes to the endpoint itself, within its bounds
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with forward_proxy() as (proxy, lines):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("ALL_PROXY", proxy)
+        client = client_of(stub, monkeypatch)
+        assert route(client, "chat/completions").direct
+        assert json.loads(post_whole(openai, client, "chat/completions", BODY, PATIENT))["choices"]
+        assert answer(post_json(openai, client, "chat/completions", BODY, PATIENT))
+    assert lines == []
+    assert stub.requests == [BODY, BODY]
