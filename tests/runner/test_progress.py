@@ -1,11 +1,14 @@
 """The progress bar's live counts, read from the episodes' transcripts as they grow."""
 
+import json
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pos_bench import events
-from pos_bench.runner.progress import Live, Progress, clock, eta_seconds
+from pos_bench.runner.progress import Live, Progress, clock, eta_seconds, line_kind
 from pos_bench.transcript import Transcript, episode_dir
 from pos_bench.types import EpisodeResult, Task, Usage
 
@@ -26,6 +29,61 @@ def test_live_counts_follow_a_growing_transcript(tmp_path):
         f.write('{"kind": "call", "rol')  # a line still being written is not counted yet
     live.refresh()
     assert live.calls == 2
+
+
+def test_every_line_a_transcript_writes_is_counted_by_its_kind(tmp_path):
+    path = tmp_path / "events.jsonl"
+    log = Transcript(path)
+    for kind in events.KINDS.values():
+        log.write(kind())
+    log.write(events.Call(role='agent "quoted", {"kind": "step"}'))
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == len(events.KINDS) + 1
+    assert [line_kind(line) for line in lines] == [json.loads(line)["kind"] for line in lines]
+    assert line_kind(b'{"time": 1.0, "kind": "step"}') == "step"  # a line another writer ordered differently
+    assert line_kind(b"not json") == ""
+
+
+def test_live_counts_start_again_when_the_transcript_is_replaced(tmp_path):
+    path = tmp_path / "events.jsonl"
+    log = Transcript(path)
+    log.write(events.Call(role="agent"))
+    log.write(events.Step(turn=0))
+    live = Live(path)
+    live.refresh()
+    assert (live.turns, live.calls) == (1, 1)
+    log.close()
+    path.unlink()  # the episode is played again: its folder is emptied and the transcript written anew
+    again = Transcript(path)
+    again.write(events.Call(role="agent"))
+    live.refresh()
+    assert (live.turns, live.calls) == (0, 1)
+    live.close()
+
+
+def open_files_under(folder) -> int:
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith(str(folder))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors through /proc")
+def test_a_running_episodes_transcript_stays_open_until_it_finishes(tmp_path):
+    progress = Progress(tmp_path, total=2, finished=0, enabled=True, interval=0.0)
+    running = [Task("toy/001"), Task("toy/002")]
+    for task in running:
+        Transcript(episode_dir(tmp_path, task.id) / "events.jsonl").write(events.Step(turn=0))
+    for _ in range(5):
+        progress.tick(running)
+    assert open_files_under(tmp_path) == 2
+    progress.finished(EpisodeResult("toy/001", "done", turns=1))
+    assert open_files_under(tmp_path) == 1
+    progress.close()
+    assert open_files_under(tmp_path) == 0
 
 
 def test_progress_adds_finished_and_running_episodes(tmp_path):
