@@ -184,14 +184,20 @@ def decoded(body: bytes, coding: bytes | None, limit: int) -> bytes:
     return out
 
 
-def read_reply(reader: BinaryIO, limit: int, *, head_only: bool = False) -> Whole:
-    """The reply to one request, read to its end from `reader` (informational 1xx replies skipped), its body at
-    most `limit` bytes; `head_only` for a reply that has no body (to HEAD)."""
+def read_head(reader: BinaryIO) -> tuple[bytes, int, str, list[tuple[bytes, bytes]]]:
+    """The HTTP version, status, reason and headers of a reply (informational 1xx replies skipped), read from
+    `reader` up to the blank line that ends them, nothing past it."""
     version, status, reason = _status(reader)
     while 100 <= status < 200 and status != 101:
         _headers(reader)
         version, status, reason = _status(reader)
-    headers = _headers(reader)
+    return version, status, reason, _headers(reader)
+
+
+def read_reply(reader: BinaryIO, limit: int, *, head_only: bool = False) -> Whole:
+    """The reply to one request, read to its end from `reader` (informational 1xx replies skipped), its body at
+    most `limit` bytes; `head_only` for a reply that has no body (to HEAD)."""
+    version, status, reason, headers = read_head(reader)
     fields: dict[bytes, bytes] = {}
     for name, value in headers:
         lowered = name.lower()
