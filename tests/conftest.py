@@ -22,6 +22,18 @@ def shared() -> Path:
     return path
 
 
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_of_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy the shell names: the providers' transport honours them as httpx does, loopback included, and every
+    server of the tests is on loopback. A test that wants a proxy names it itself."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

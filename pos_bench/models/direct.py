@@ -64,8 +64,9 @@ class Route:
     head: bytes
     direct: bool
     """The client sends to the URL through its own transport (`DeadlineTransport`), not through a proxy mounted on
-    it; only then does `post_whole` skip the client. (The environment's proxies, `HTTPS_PROXY`…, are not mounted:
-    httpx2 reads them only for a client built without a transport, and `endpoint.py` gives the SDK's client one.)"""
+    it by whoever built the client; only then does `post_whole` skip the client. The environment's proxies
+    (`HTTPS_PROXY`…) are the transport's own business: it reads them and speaks to the proxy itself (a tunnel, or
+    requests in absolute form, which `target` and `head` then are), so a client of `endpoint.py` stays direct."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -77,10 +78,11 @@ def route(client: Any, path: str) -> Route:
         pair = f"{url.username}:{url.password}".encode()
         headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
     http = client._client
-    direct = (
-        isinstance(http._transport, DeadlineTransport) and http._transport_for_url(url) is http._transport
-    )
-    return Route(url, url.raw_path, wire.header_block(host, headers.raw), direct)
+    transport = http._transport
+    direct = isinstance(transport, DeadlineTransport) and http._transport_for_url(url) is transport
+    # to an http endpoint through the environment's proxy: the whole URL, and the proxy's credentials
+    target, proxy_headers = transport.request_form(url) if direct else (url.raw_path, ())
+    return Route(url, target, wire.header_block(host, [*headers.raw, *proxy_headers]), direct)
 
 
 def json_bytes(body: Mapping[str, Any]) -> bytes:

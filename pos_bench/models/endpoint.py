@@ -308,7 +308,9 @@ class RemoteModel:
 
             transport = DeadlineTransport(tls_for(self.base_url), self.max_reply_bytes)
             http_client = module.DefaultHttpxClient(transport=transport)
-            clients[settings] = ClientEntry(module, self.make_client(module, key, http_client))
+            client = self.make_client(module, key, http_client)
+            transport.proxy_for(client.base_url)  # a proxy it cannot use for the endpoint stops the call here
+            clients[settings] = ClientEntry(module, client)
         return clients[settings]
 
     @property

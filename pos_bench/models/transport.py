@@ -1,6 +1,6 @@
-"""The HTTP transport of the remote providers' SDK clients: a direct connection whose every socket operation
-ends by the calling thread's deadline (`pos_bench.models.deadline`), so connect, TLS handshake, request write
-and each read of the headers and body are bounded, and a server that drip-feeds its reply cannot hold a call.
+"""The HTTP transport of the remote providers' SDK clients: a connection whose every socket operation ends by the
+calling thread's deadline (`pos_bench.models.deadline`), so connect, TLS handshake, request write and each read
+of the headers and body are bounded, and a server that drip-feeds its reply cannot hold a call.
 
 It plays `httpx.HTTPTransport`'s part under the SDKs (which use the `httpx2` fork of httpx, imported here only,
 when the first remote client is built), on the standard library's `http.client`: one kept-alive HTTP/1.1
@@ -19,25 +19,42 @@ A streamed reply's events are read a few at a time rather than one wakeup per to
 
 A call whose reply is read whole skips `httpx2` and `http.client` (`send_whole`): its request and reply go
 straight over the same kept connection (`wire.py`), within the same bounds.
+
+The environment's proxies are honoured as httpx honours them for a client it builds itself (which it does not
+for one given a transport, as the SDKs' clients here are): `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+`NO_PROXY` (lower-case forms too), read once when the transport is built, matched as httpx2 matches them
+(`environment_proxies`). Only `http://` proxies: one of another scheme (`https://`, `socks5://`) named for an
+endpoint stops its client when it is built (`UnsupportedProxy`), rather than being passed by. An https endpoint
+is reached through a `CONNECT` tunnel, whose answer's head is read within the connect timeout and the deadline
+(anything but 2xx is `ProxyRefused`, a connection error naming the proxy by host and port), then TLS to the
+endpoint's own host name; an http endpoint through requests in absolute form (`POST http://host:port/path`) on a
+kept connection to the proxy, which `send_whole`'s caller writes too (`request_form`). A proxy's credentials go
+only into `Proxy-Authorization`, never into a message. Every bound above holds through a proxy; a redirect is
+judged by the endpoint's origins, never the proxy's.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import io
 import math
+import os
 import select
 import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+from httpx2._utils import URLPattern, get_environment_proxies
 
 from pos_bench.models import wire
 from pos_bench.models.deadline import bounded, remaining
 from pos_bench.models.wire import ReplyTooLarge, Whole
+from pos_bench.redact import escaped
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 65536
@@ -60,6 +77,103 @@ def origin(url: httpx2.URL) -> tuple[str, str, int | None]:
     """Scheme, host and port (the default one for the scheme when none is given)."""
     port = url.port or {"http": 80, "https": 443}.get(url.scheme)
     return url.scheme, url.host, port
+
+
+class ProxyRefused(ConnectionError):
+    """The proxy answered a CONNECT with something other than 2xx: there is no tunnel, and nothing was sent to
+    the endpoint."""
+
+
+class UnsupportedProxy(RuntimeError):
+    """The environment names a proxy this transport cannot use (one whose URL is not `http://`) for an endpoint."""
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """A proxy the environment names (`environment_proxies`)."""
+
+    host: str
+    """IDNA-encoded, without brackets."""
+    port: int
+    authorization: bytes | None = field(default=None, repr=False)
+    """The `Proxy-Authorization` value (Basic) when the proxy's URL carries credentials; never in a message."""
+    unsupported: str = ""
+    """Why the proxy cannot be used (its URL is not `http://`), for `UnsupportedProxy`; empty when it can."""
+
+    @property
+    def shown(self) -> str:
+        """The proxy as messages name it: its host and port, never its credentials."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def proxy_variable(key: str) -> str:
+    """The variable that named the proxy of `key` (`http://`, `https://`, `all://`): the lower-case one when it
+    is set, as the standard library reads them, else the upper-case one."""
+    name = key.partition(":")[0] + "_proxy"
+    if os.environ.get(name):
+        return name
+    if os.environ.get(name.upper()):
+        return name.upper()
+    return f"{name.upper()} (here the system's settings)"  # macOS, Windows: read when no variable is set
+
+
+def http_proxy(text: str, variable: str) -> Proxy:
+    """The proxy `variable` names in `text`, `unsupported` unless it is an `http://` URL with a host. The reason
+    names the proxy by scheme, host and port at most, never its credentials."""
+    try:
+        url = httpx2.URL(text)
+    except (httpx2.InvalidURL, ValueError):
+        url = None
+    if url is None or url.scheme != "http" or not url.host:
+        if url is None:
+            named = "something that is not a URL (not shown: it may hold credentials)"
+        else:
+            named = f"{url.scheme}://{url.netloc.decode('ascii')}" if url.host else f"a {url.scheme}: URL"
+        why = (
+            f"{variable} names the proxy {named}: only http:// proxies are supported (an https endpoint is "
+            f"reached through a CONNECT tunnel in one); set {variable} to one, or name the endpoint's host in "
+            "NO_PROXY"
+        )
+        return Proxy("", 0, unsupported=why)
+    auth = httpx2.Proxy(url).raw_auth  # the credentials percent-decoded, as httpx sends them
+    return Proxy(
+        url.raw_host.decode("ascii"),
+        url.port or 80,
+        None if auth is None else b"Basic " + base64.b64encode(b"%s:%s" % auth),
+    )
+
+
+def environment_proxies() -> list[tuple[URLPattern, Proxy | None]]:
+    """The proxies the environment names, read as httpx2 reads them for a client built without a transport
+    (`httpx2`'s `get_environment_proxies`: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and `NO_PROXY`, the lower-case
+    form of each winning; a proxy without a scheme is http://; `NO_PROXY=*` turns them all off; loopback is not
+    exempt unless `NO_PROXY` names it), each under the pattern httpx2 mounts it on, the most specific first: a URL
+    goes through the first pattern that matches it, and straight to its origin when that one's proxy is None
+    (`NO_PROXY`) or none matches."""
+    mounts = [
+        (URLPattern(key), None if url is None else http_proxy(url, proxy_variable(key)))
+        for key, url in get_environment_proxies().items()
+    ]
+    return sorted(mounts, key=lambda mount: mount[0])
+
+
+def authority(url: httpx2.URL) -> bytes:
+    """`host:port` of `url` (the port always, an IPv6 host in brackets): a CONNECT's target."""
+    host = url.raw_host
+    if b":" in host:
+        host = b"[" + host + b"]"
+    return b"%s:%d" % (host, origin(url)[2] or 0)
+
+
+def request_form(url: httpx2.URL, proxy: Proxy | None) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """How a request to `url` is written on a connection that goes through `proxy`: its target and the headers
+    the proxy needs. To an http endpoint through a proxy, the whole URL (absolute form) and `Proxy-Authorization`
+    when the proxy has credentials; otherwise the path and query, and nothing more (through a CONNECT tunnel the
+    endpoint reads the request, not the proxy)."""
+    if proxy is None or url.scheme != "http":
+        return url.raw_path, ()
+    target = url.raw_scheme + b"://" + url.netloc + url.raw_path
+    return target, (() if proxy.authorization is None else ((b"Proxy-Authorization", proxy.authorization),))
 
 
 class _Expired(TimeoutError):
@@ -117,28 +231,63 @@ class _BoundedSocket:
 
 
 class _Connection(http.client.HTTPConnection):
-    """One kept-alive connection to an origin; `connect` and the TLS handshake end by the deadline, and the
-    socket it hands `http.client` bounds each read and write (`_BoundedSocket`)."""
+    """One kept-alive connection to an origin, straight or through `proxy`; `connect` (to the proxy, its CONNECT
+    and the answer to it included) and the TLS handshake end by the deadline, and the socket it hands
+    `http.client` bounds each read and write (`_BoundedSocket`)."""
 
-    def __init__(self, scheme: str, host: str, port: int, ssl_context: Any):
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int,
+        ssl_context: Any,
+        proxy: Proxy | None = None,
+        target: bytes = b"",
+    ):
         super().__init__(host, port)
         self.scheme, self.ssl_context = scheme, ssl_context
+        self.proxy = proxy
+        """The proxy the connection goes through: a CONNECT tunnel to an https origin, the requests themselves
+        (in absolute form, `request_form`) to an http one."""
+        self.target = target
+        """The origin's `host:port` (`authority`), what a CONNECT asks for."""
         self.timeouts: dict[str, Any] = {}
         """The per-operation timeouts of the request in flight (httpx's `timeout` extension); its socket reads
         them."""
 
     def connect(self) -> None:
         connect_s = bounded(self.timeouts.get("connect"), _Expired)
-        sock = socket.create_connection((self.host, self.port), connect_s)
+        to = (self.host, self.port) if self.proxy is None else (self.proxy.host, self.proxy.port)
+        sock = socket.create_connection(to, connect_s)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.scheme == "https":
+                if self.proxy is not None:
+                    self._open_tunnel(sock, self.proxy)
                 sock.settimeout(bounded(self.timeouts.get("connect"), _Expired))
                 sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
         except BaseException:
             sock.close()
             raise
         self.sock = _BoundedSocket(sock, self.timeouts)
+
+    def _open_tunnel(self, sock: socket.socket, proxy: Proxy) -> None:
+        """Ask `proxy` for a tunnel to the origin (`CONNECT host:port`) and read the head of its answer, each
+        socket operation within the connect timeout and the deadline; anything but 2xx is `ProxyRefused`. The
+        answer is read a byte at a time, so nothing past its head is taken from what the tunnel carries."""
+        request = b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n" % (self.target, self.target)
+        if proxy.authorization is not None:
+            request += b"Proxy-Authorization: " + proxy.authorization + b"\r\n"
+        connect_s = self.timeouts.get("connect")
+        bounded_sock = _BoundedSocket(sock, {"read": connect_s, "write": connect_s})
+        bounded_sock.sendall(request + b"\r\n")
+        with bounded_sock.makefile("rb", 1) as reader:
+            _, status, reason, _ = wire.read_head(reader)
+        if not 200 <= status < 300:
+            raise ProxyRefused(
+                f"the proxy {proxy.shown} answered CONNECT {self.target.decode('latin-1')} with {status} "
+                f"{escaped(reason)[:200]}: no tunnel, nothing was sent to the endpoint"
+            )
 
 
 @contextmanager
@@ -203,12 +352,15 @@ class _Body(httpx2.SyncByteStream):
 
 
 class DeadlineTransport(httpx2.BaseTransport):
-    """A direct connection (no proxy) per origin, bounded by the deadline; `ssl_context` verifies https."""
+    """One connection per origin, bounded by the deadline, straight to the origin or through the proxy the
+    environment names for it (read once, here: `environment_proxies`); `ssl_context` verifies https, the
+    endpoint's certificate and host name through a tunnel too."""
 
     def __init__(self, ssl_context: Any, max_reply_bytes: int):
         self.ssl_context = ssl_context
         self.max_reply_bytes = max_reply_bytes
         self.connections: dict[tuple[str, str, int | None], _Connection] = {}
+        self.proxies = environment_proxies()
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
@@ -253,13 +405,32 @@ class DeadlineTransport(httpx2.BaseTransport):
             raise httpx2.UnsupportedProtocol(f"{scheme!r} is not http or https")
         connection = self.connections.get(key)
         if connection is None:
-            connection = self.connections[key] = _Connection(scheme, host, port or 0, self.ssl_context)
+            connection = self.connections[key] = _Connection(
+                scheme, host, port or 0, self.ssl_context, self.proxy_for(url), authority(url)
+            )
         if connection.sock is not None and connection.sock.dropped():
             connection.close()
         return connection
 
+    def proxy_for(self, url: httpx2.URL) -> Proxy | None:
+        """The proxy a request to `url` goes through (None: straight to its origin), as httpx2 picks its mount;
+        `UnsupportedProxy` when the environment names one that is not http:// (`endpoint.py` asks for the
+        endpoint's when it builds the client, so the error comes then)."""
+        for pattern, proxy in self.proxies:
+            if pattern.matches(url):
+                if proxy is not None and proxy.unsupported:
+                    raise UnsupportedProxy(proxy.unsupported)
+                return proxy
+        return None
+
+    def request_form(self, url: httpx2.URL) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+        """The target and the proxy's headers of a request to `url` on this transport (`request_form`): what
+        `send_whole`'s caller writes into the request (`direct.route`)."""
+        return request_form(url, self.proxy_for(url))
+
     def send_whole(self, url: httpx2.URL, request: bytes, timeouts: Mapping[str, float | None]) -> Whole:
-        """Send `request` (`wire.request_bytes`, to `url`'s origin) on the origin's kept connection and read the
+        """Send `request` (`wire.request_bytes`, to `url`'s origin, in the form `request_form` gives) on the
+        origin's kept connection and read the
         reply whole (`wire.read_reply`), each socket operation within `timeouts` and the thread's deadline, the
         body within `max_reply_bytes`. A connection whose reply was not read to its end, or that the reply
         ends, is closed. Failures are the httpx errors the SDKs classify (`httpx_errors`, without a request),
@@ -300,14 +471,15 @@ class DeadlineTransport(httpx2.BaseTransport):
             with httpx_errors(request, "connect"):
                 connection.connect()
         sock = connection.sock
+        target, proxy_headers = request_form(request.url, connection.proxy)
         with httpx_errors(request, "write"):
             connection.putrequest(
                 request.method,
-                request.url.raw_path.decode("ascii"),
+                target.decode("ascii"),
                 skip_host=True,
                 skip_accept_encoding=True,
             )
-            for name, value in request.headers.raw:
+            for name, value in (*request.headers.raw, *proxy_headers):
                 connection.putheader(name, value)
             connection.endheaders(body or None)
         with httpx_errors(request, "read"):

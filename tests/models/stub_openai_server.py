@@ -16,6 +16,7 @@ import json
 import os
 import random
 import re
+import ssl
 import threading
 import time
 from collections import deque
@@ -92,12 +93,36 @@ class Listener(ThreadingHTTPServer):
     request_queue_size = 1024
 
 
+class TLSListener(Listener):
+    """A `Listener` whose connections speak TLS (`tls`, a server-side context), each shaking hands in its own
+    thread."""
+
+    def __init__(self, address: tuple[str, int], handler: Any, tls: ssl.SSLContext):
+        super().__init__(address, handler)
+        self.tls = tls
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except OSError:  # a client that does not trust the certificate, or hung up
+            return
+        with wrapped:
+            super().finish_request(wrapped, client_address)
+
+
 class StubServer:
     """A threaded loopback HTTP server; protocol subclasses implement `respond(path, body) -> (status, json)`."""
 
     def __init__(
-        self, *, answer: Answer = pick_listed_action, delay: float = 0.0, model_id: str = "stub-model"
+        self,
+        *,
+        answer: Answer = pick_listed_action,
+        delay: float = 0.0,
+        model_id: str = "stub-model",
+        tls: ssl.SSLContext | None = None,
     ):
+        self.tls = tls
+        """A server-side TLS context: the stub then speaks https (each connection's handshake in its own thread)."""
         self.answer = answer
         self.delay = delay
         self.model_id = model_id
@@ -118,7 +143,7 @@ class StubServer:
     def url(self) -> str:
         assert self._server is not None, "start the stub first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def start(self) -> StubServer:
         stub = self
@@ -143,7 +168,8 @@ class StubServer:
             def log_message(self, *args: Any) -> None:
                 return None
 
-        server = Listener(("127.0.0.1", 0), Handler)
+        address = ("127.0.0.1", 0)
+        server = Listener(address, Handler) if self.tls is None else TLSListener(address, Handler, self.tls)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, daemon=True)
         self._thread.start()
