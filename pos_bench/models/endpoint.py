@@ -346,7 +346,8 @@ class RemoteModel:
             bound = broken_bound(error)
             if bound is not None:
                 raise ReplyRefused(f"{self.provider}: {escaped(str(bound))}") from error
-            raise TransientError(f"{self.provider} connection failed: {error}") from error
+            cause = f" ({escaped(str(error.__cause__))[:300]})" if error.__cause__ is not None else ""
+            raise TransientError(f"{self.provider} connection failed: {error}{cause}") from error
         except (json.JSONDecodeError, ValueError) as error:
             raise TransientError(f"{self.provider} returned a malformed response: {error}") from error
         except Exception as error:
