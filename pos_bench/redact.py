@@ -5,9 +5,10 @@ The secrets are the values of the environment variables that the config names in
 provider's default for it), plus every variable whose name looks like a credential (`*_API_KEY`, `*_TOKEN`,
 `*_SECRET`). Values shorter than `MIN_SECRET_CHARS` are ignored: they cannot be told apart from ordinary text.
 
-Credentials in a URL of the config (user info, and the values of key-like query parameters such as `api-key`,
-`token`, `sig`) are secrets too, whatever their length: the exact `user:password@` and `name=value` texts are
-redacted wherever they appear, and the bare password or value when it is long enough to be told apart.
+Credentials in a URL of the config or of a proxy the environment names (`HTTPS_PROXY`…; user info, and the
+values of key-like query parameters such as `api-key`, `token`, `sig`) are secrets too, whatever their length: the
+exact `user:password@` and `name=value` texts are redacted wherever they appear, and the bare password or value
+when it is long enough to be told apart.
 `scrub_urls` cuts them out of any URL by pattern, for text whose config is unknown (the HTTP clients' logs,
 through `UrlScrubber`). A value in an `*_env` setting that is not a variable name (a key pasted by mistake) is
 a secret as well, and `env_setting_problems` refuses it without repeating it.
@@ -117,7 +118,7 @@ def redactor_for(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = Non
     names = set(key_variables(cfg)) | {name for name in environ if CREDENTIAL_NAME.search(name)}
     pairs = {(name, environ.get(name, "").strip()) for name in names}
     pairs = {(n, v) for n, v in pairs if len(v) >= MIN_SECRET_CHARS}
-    pairs |= set(config_secrets(cfg))
+    pairs |= set(config_secrets(cfg)) | set(proxy_secrets(environ))
     return Redactor(tuple(sorted(pairs, key=lambda p: (-len(p[1]), p[0]))))
 
 
@@ -181,6 +182,23 @@ def config_secrets(cfg: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             for secret in url_credentials(url):
                 if len(secret) >= MIN_URL_SECRET_CHARS or "=" in secret or secret.endswith("@"):
                     yield path, secret
+
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+"""The environment's proxies, honoured (upper or lower case) by the providers' transport (`models/transport.py`)."""
+
+
+def proxy_secrets(environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """(variable, secret) for the credentials in the URL of each proxy the environment names, as for a URL of the
+    config: the transport sends them only to the proxy, and nothing the run writes holds them."""
+    for name in PROXY_VARIABLES:
+        for variable in (name, name.lower()):
+            value = environ.get(variable, "").strip()
+            if not value:
+                continue
+            for secret in url_credentials(value if "://" in value else f"http://{value}"):
+                if len(secret) >= MIN_URL_SECRET_CHARS or "=" in secret or secret.endswith("@"):
+                    yield variable, secret
 
 
 def scrub_urls(text: str) -> str:

@@ -133,6 +133,19 @@ def test_url_credentials_in_the_config_are_secrets_of_the_run():
     assert "page=2" in out and "127.0.0.1:9/v1" in out
 
 
+def test_a_proxys_credentials_are_secrets_of_the_run():
+    environ = {
+        "HTTPS_PROXY": f"http://proxy-user:{URL_SECRET}@proxy.example:3128",
+        "http_proxy": "ann:pw@proxy.example:3128",  # no scheme: http:// as httpx reads it
+        "NO_PROXY": "localhost",
+    }
+    redactor = redactor_for({}, environ)
+    out = redactor.text(f"via {environ['HTTPS_PROXY']} ({URL_SECRET}) or {environ['http_proxy']}")
+    assert URL_SECRET not in out and "proxy-user" not in out and "ann:pw@" not in out
+    assert "[redacted $HTTPS_PROXY]" in out and "[redacted $http_proxy]" in out
+    assert "proxy.example:3128" in out and redactor_for({}, {"ALL_PROXY": "http://p:3128"}).secrets == ()
+
+
 def test_a_key_pasted_into_an_env_setting_is_refused_unrepeated_and_redacted():
     pasted = "sk-proj-Abc123-pasted"
     cfg = {"model": {**OPENAI, "api_key_env": pasted}, "roles": {"judge": {"token_env": "JUDGE_TOKEN"}}}
