@@ -6,9 +6,10 @@ A node is checked when it has a `base_url` (or is an OpenAI / Anthropic client w
 `model`; local, scripted and replay models have neither and are skipped. `runner.check_endpoints=false` turns
 the check off (an endpoint without a models route, or one not up yet).
 
-The check goes through the providers' own transport (`models/transport.py`), so it holds the same bounds as
-every chat call: `TIMEOUT` for the whole check (connect to last byte, not per read), the node's
-`max_reply_bytes` for the reply, and no redirect to another origin (the key is never sent there).
+The check goes through the providers' own transport (`models/transport.py`), so it goes the same way as every
+chat call (through the proxy the environment names for the endpoint, if any) and holds the same bounds: `TIMEOUT`
+for the whole check (connect to last byte, not per read), the node's `max_reply_bytes` for the reply, and no
+redirect to another origin (the key is never sent there).
 """
 
 from __future__ import annotations
