@@ -432,9 +432,9 @@ class DeadlineTransport(httpx2.BaseTransport):
         """Send `request` (`wire.request_bytes`, to `url`'s origin, in the form `request_form` gives) on the
         origin's kept connection and read the reply whole (`wire.read_reply`), each socket operation within
         `timeouts` and the thread's deadline, the body within `max_reply_bytes`. A connection whose reply was not
-        read to its end, or that the reply ends, is closed. Failures are the httpx errors the SDKs classify (`httpx_errors`, without a request),
-        and `ReplyTooLarge`; a redirect is returned as any reply (the caller sends the request again through
-        `handle_request`, which refuses another origin)."""
+        read to its end, or that the reply ends, is closed. Failures are the httpx errors the SDKs classify
+        (`httpx_errors`, without a request), and `ReplyTooLarge`; a redirect is returned as any reply (the caller
+        sends the request again through `handle_request`, which refuses another origin)."""
         connection = self.connection_for(url)
         connection.timeouts.clear()
         connection.timeouts.update(timeouts)
