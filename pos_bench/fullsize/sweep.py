@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,14 +37,34 @@ def standin(argv: Sequence[str]) -> Iterator[str]:
     base URL."""
     command = [sys.executable, "-m", "pos_bench.standin", *argv, "--port", "0"]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    before = {name: os.environ.get(name) for name in NO_PROXY_NAMES}
     try:
         line = child.stdout.readline() if child.stdout else ""
         if not line.startswith(READY):
             raise SystemExit(f"the stand-in did not start: {line!r}")
-        yield line[len(READY) :].strip()
+        url = line[len(READY) :].strip()
+        reached_directly(urllib.parse.urlsplit(url).hostname or "127.0.0.1")
+        yield url
     finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         child.terminate()
         child.wait(timeout=30)
+
+
+NO_PROXY_NAMES = ("no_proxy", "NO_PROXY")
+
+
+def reached_directly(host: str) -> None:
+    """Name `host` in `NO_PROXY` (in each of its two spellings that is set; the lower-case one wins), for this
+    process and the sweep it starts: the stand-in listens on loopback, where a proxy the environment names for
+    the user's own endpoints (`HTTPS_PROXY`…, which the providers' transport and urllib honour) cannot reach it."""
+    names = [name for name in NO_PROXY_NAMES if os.environ.get(name)] or ["NO_PROXY"]
+    for name in names:
+        os.environ[name] = ",".join(part for part in (os.environ.get(name, ""), host) if part)
 
 
 def standin_stats(url: str) -> dict[str, Any]:
@@ -98,7 +119,8 @@ def play(overrides: Sequence[str], interval: float) -> Played:
         output = out.read()
     wall = time.perf_counter() - started
     left = alive(sampler.seen)
-    for _ in range(50):  # helpers (the fork server, resource trackers) end on their own once the driver is gone
+    # helpers (the fork server, resource trackers) end on their own once the driver is gone
+    for _ in range(50):
         reap(sampler.seen)
         if not left:
             break

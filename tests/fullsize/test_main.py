@@ -5,6 +5,7 @@ counts, the report it built)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -228,3 +229,21 @@ def test_sigterm_stops_the_stand_in_and_the_sweep_it_started(tmp_path):
     assert child.wait(timeout=180) == 128 + signal.SIGTERM
     time.sleep(1)
     assert alive(set(family)) == []
+
+
+def test_the_stand_in_is_reached_around_a_proxy_the_environment_names(monkeypatch):
+    import httpx2
+
+    from pos_bench.fullsize.sweep import standin, standin_stats
+    from pos_bench.models.transport import DeadlineTransport
+
+    nobody = "http://127.0.0.1:9"  # no proxy listens there: a call sent to it would fail
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, nobody)
+    monkeypatch.setenv("no_proxy", "gpu-host.example")
+    with standin([f"--tokens-per-s={SPEED:g}"]) as url:
+        assert standin_stats(url)["requests"] == 0  # urllib, as the check reads the stand-in's counts
+        transport = DeadlineTransport(None, 1 << 20)  # the providers' transport, as a worker builds it
+        assert transport.proxy_for(httpx2.URL(url)) is None
+        assert transport.proxy_for(httpx2.URL("http://api.example.com/v1")) is not None
+    assert os.environ["no_proxy"] == "gpu-host.example" and "NO_PROXY" not in os.environ
