@@ -502,6 +502,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--only", help="comma-separated campaign names to run (default: all)")
     options = parser.parse_args()
+    from pos_bench.fullsize.sweep import reached_directly
+
+    # every server of the campaigns listens on loopback, where a proxy the shell names could not reach it
+    reached_directly("127.0.0.1")
     rng = random.Random(options.seed)
     quick = options.quick
     points, episodes, workers, twins = (5, 12, 3, 3) if quick else (20, 32, 10, 10)
