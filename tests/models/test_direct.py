@@ -321,6 +321,8 @@ def test_a_proxys_credentials_go_into_proxy_authorization_and_into_no_log_line_o
     stub, monkeypatch, caplog
 ):
     caplog.set_level(logging.DEBUG)
+    # the requests' own lines too: inspect_ai sets the httpx2 logger to WARNING when it sets up its logging
+    caplog.set_level(logging.DEBUG, logger="httpx2")
     errors = []
     with forward_proxy() as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.with_credentials())
@@ -434,6 +436,8 @@ def test_a_proxy_that_refuses_the_tunnel_is_a_connection_error_naming_its_status
     tls_stub, monkeypatch, caplog
 ):
     caplog.set_level(logging.DEBUG)
+    # the requests' own lines too: inspect_ai sets the httpx2 logger to WARNING when it sets up its logging
+    caplog.set_level(logging.DEBUG, logger="httpx2")
     errors = []
     with forward_proxy(connect=407) as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy.with_credentials())
