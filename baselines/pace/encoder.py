@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from pos_bench.extras import require
 from pos_bench.weights import embedded_weights, file_sha256
 
 RUNTIME_PIN = "xllamacpp==2026.10.11549"
+ORT_TELEMETRY = "ORT_DISABLE_TELEMETRY"
+"""onnxruntime's switch for its telemetry (`1`: none is sent)."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,10 @@ class MiniLMEncoder:
         return self._sha256
 
     def _load(self) -> None:
+        # onnxruntime reports to Microsoft from a thread of its own once loaded (the first `CONNECT
+        # mobile.events.data.microsoft.com:443` ~9 s after, seen through a proxy); an evaluation sends nothing
+        # but its model calls, so that is off unless the user asked for it
+        os.environ.setdefault(ORT_TELEMETRY, "1")
         import onnxruntime
         from tokenizers import Tokenizer
 
