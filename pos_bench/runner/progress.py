@@ -10,6 +10,12 @@ each line whole cost the main process 0.09 ms per model call of a raw ALFWorld r
 episodes of a sweep read warm, 2026-12-06), too little to show in a 48-game run's main-process CPU (3.1–3.3 s,
 start-up included, before and after). A transcript replaced while its episode is in flight (an episode played
 again empties its folder first) is read again from its start, where an offset into the old file skipped lines.
+
+The ETA is counted in model calls, not episodes, so it appears within the first calls instead of after the
+first episode: the run's measured throughput (calls per second, all workers together) against the calls still
+expected, an episode being expected to cost the mean of the episodes finished in this session or, before any
+has finished, the calls per turn measured so far times the turn budget (an upper bound: episodes that succeed
+end early, and the estimate falls as they do).
 """
 
 from __future__ import annotations
