@@ -5,11 +5,12 @@ so no channel between workers and the main process is needed.
 
 The bar reads them once a second for as long as the run plays, so that read is kept small: each in-flight
 episode's file is opened once and read from where the last read ended, and a line is counted by the kind its
-first field names (`{"kind": "call", …`, as `Transcript` writes every line) without parsing the rest. Parsing
-each line whole cost the main process 0.09 ms per model call of a raw ALFWorld run and 0.05 of a PoS run (20
-episodes of a sweep read warm, 2026-12-06), too little to show in a 48-game run's main-process CPU (3.1–3.3 s,
-start-up included, before and after). A transcript replaced while its episode is in flight (an episode played
-again empties its folder first) is read again from its start, where an offset into the old file skipped lines.
+first field names (`{"kind": "call", …`, as `Transcript` writes every line) without parsing the rest. Reading
+20 episodes of a sweep warm, alone (2026-12-07): 0.075 ms of the main process's CPU per model call of a raw
+ALFWorld run parsed whole, 0.008 counted this way (PoS: 0.040, 0.005); too little to show in a 48-game run's
+main-process CPU (3.1–3.3 s, start-up included, before and after). A transcript replaced while its episode is
+in flight (an episode played again empties its folder first) is read again from its start, where an offset into
+the old file skipped lines.
 
 The ETA is counted in model calls, not episodes, so it appears within the first calls instead of after the
 first episode: the run's measured throughput (calls per second, all workers together) against the calls still
