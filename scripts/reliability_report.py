@@ -502,7 +502,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--only", help="comma-separated campaign names to run (default: all)")
     options = parser.parse_args()
-    from pos_bench.fullsize.sweep import reached_directly
+    from pos_bench.models.transport import reached_directly
 
     # every server of the campaigns listens on loopback, where a proxy the shell names could not reach it
     reached_directly("127.0.0.1")

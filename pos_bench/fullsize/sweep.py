@@ -22,6 +22,7 @@ from typing import Any
 
 from pos_bench.fullsize.browser import browser_check
 from pos_bench.fullsize.processes import Sample, Sampler, alive
+from pos_bench.models.transport import NO_PROXY_NAMES, reached_directly
 from pos_bench.standin.command import READY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,18 +54,6 @@ def standin(argv: Sequence[str]) -> Iterator[str]:
                 os.environ[name] = value
         child.terminate()
         child.wait(timeout=30)
-
-
-NO_PROXY_NAMES = ("no_proxy", "NO_PROXY")
-
-
-def reached_directly(host: str) -> None:
-    """Name `host` in `NO_PROXY` (in each of its two spellings that is set; the lower-case one wins), for this
-    process and the sweep it starts: the stand-in listens on loopback, where a proxy the environment names for
-    the user's own endpoints (`HTTPS_PROXY`…, which the providers' transport and urllib honour) cannot reach it."""
-    names = [name for name in NO_PROXY_NAMES if os.environ.get(name)] or ["NO_PROXY"]
-    for name in names:
-        os.environ[name] = ",".join(part for part in (os.environ.get(name, ""), host) if part)
 
 
 def standin_stats(url: str) -> dict[str, Any]:

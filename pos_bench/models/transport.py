@@ -157,6 +157,19 @@ def environment_proxies() -> list[tuple[URLPattern, Proxy | None]]:
     return sorted(mounts, key=lambda mount: mount[0])
 
 
+NO_PROXY_NAMES = ("no_proxy", "NO_PROXY")
+
+
+def reached_directly(host: str) -> None:
+    """Name `host` in `NO_PROXY` (in each of its two spellings that is set; the lower-case one wins), for this
+    process and those it starts: for a server of our own on loopback (the full-size check's stand-in, the
+    reliability campaign's servers), which a proxy the environment names for the user's endpoints (`HTTPS_PROXY`…,
+    honoured here and by urllib) cannot reach. Loopback is not exempt by itself, as with httpx."""
+    names = [name for name in NO_PROXY_NAMES if os.environ.get(name)] or ["NO_PROXY"]
+    for name in names:
+        os.environ[name] = ",".join(part for part in (os.environ.get(name, ""), host) if part)
+
+
 def authority(url: httpx2.URL) -> bytes:
     """`host:port` of `url` (the port always, an IPv6 host in brackets): a CONNECT's target."""
     host = url.raw_host
