@@ -2,10 +2,8 @@ import importlib.metadata
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 
@@ -211,30 +209,20 @@ def test_reply_limits_apply_to_their_role_only(model):
 def test_its_own_server_is_reached_around_a_proxy_the_environment_names(tmp_path):
     """In a process of its own, as a run starts: urllib reads the proxies when it first opens a URL."""
     from tests.conftest import REPO
+    from tests.proxies import recording_proxy
 
-    proxy = socket.create_server(("127.0.0.1", 0))  # takes every request and answers none
-
-    def drop() -> None:
-        while True:
-            try:
-                conn, _ = proxy.accept()
-            except OSError:
-                return
-            conn.close()
-
-    threading.Thread(target=drop, daemon=True).start()
-    address = f"http://127.0.0.1:{proxy.getsockname()[1]}"
-    env = {**os.environ, "HTTP_PROXY": address, "http_proxy": address, "ALL_PROXY": address}
-    env.pop("NO_PROXY", None)
-    env.pop("no_proxy", None)
     code = (
         "from pos_bench.models.local import LocalModel\n"
         "from pos_bench.types import Message, Prompt\n"
         "print(LocalModel().count_tokens(Prompt(messages=(Message('user', 'kitchen'),))))\n"
     )
-    command = [sys.executable, "-c", code]
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)
-    proxy.close()
+    with recording_proxy() as (proxy, seen):  # it answers no request
+        env = {**os.environ, "HTTP_PROXY": proxy, "http_proxy": proxy, "ALL_PROXY": proxy}
+        env.pop("NO_PROXY", None)
+        env.pop("no_proxy", None)
+        command = [sys.executable, "-c", code]
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    assert seen == []
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout) > 1
 

@@ -1,13 +1,12 @@
 import json
-import socket
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from pos_bench.report import chromium
+from tests.proxies import PROXY_VARIABLES, recording_proxy
 
 pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSING)
 
@@ -48,28 +47,6 @@ def test_a_long_temporary_directory_still_starts_chromium_and_is_left_empty(
     assert not own.exists()  # the folder of its own, wherever it was made, is gone too
 
 
-def recording_proxy() -> tuple[str, list[bytes], socket.socket]:
-    """A listener on loopback that records the first line of every connection made to it and closes it."""
-    seen: list[bytes] = []
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def record() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    seen.append(conn.recv(4096).split(b"\r\n")[0])
-                except OSError:
-                    seen.append(b"(nothing sent)")
-
-    threading.Thread(target=record, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}", seen, listener
-
-
 def network_log(path: Path) -> list[tuple[str, dict]]:
     """Chromium's network log (`--log-net-log`) as (event type, parameters); a log cut short by the browser's
     exit lacks its closing brackets."""
@@ -83,16 +60,16 @@ def network_log(path: Path) -> list[tuple[str, dict]]:
 
 
 def test_a_session_reaches_nothing_beyond_this_machine_even_where_a_proxy_is_named(tmp_path, monkeypatch):
-    proxy, seen, listener = recording_proxy()
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.setenv(name, proxy)
     page, log = tmp_path / "page.html", tmp_path / "net.json"
     page.write_text("<title>local</title>", encoding="utf-8")
-    with chromium.headless("800,600", f"--log-net-log={log}") as driver:  # driver and its shutdown: no proxy
-        driver.get(page.as_uri())
-        assert driver.title == "local"
-        time.sleep(5)  # Chromium's own requests at start come within the first second
-    listener.close()
+    with recording_proxy() as (proxy, seen):
+        for name in PROXY_VARIABLES:
+            monkeypatch.setenv(name, proxy)
+        # selenium reaches its driver, and asks it to stop, without the proxy
+        with chromium.headless("800,600", f"--log-net-log={log}") as driver:
+            driver.get(page.as_uri())
+            assert driver.title == "local"
+            time.sleep(5)  # Chromium's own requests at start come within the first second
     events = network_log(log)
     assert any(kind == "URL_REQUEST_START_JOB" for kind, _ in events)  # the log saw Chromium's requests
     assert seen == []

@@ -65,36 +65,21 @@ def test_loading_it_sends_nothing_to_anyone(tmp_path):
     import os
     import subprocess
     import sys
-    import threading
     import time
 
     from tests.conftest import REPO
+    from tests.proxies import recording_proxy
 
-    seen: list[bytes] = []
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def record() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                seen.append(conn.recv(4096).split(b"\r\n")[0])
-
-    threading.Thread(target=record, daemon=True).start()
-    proxy = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
-    env.update(HTTPS_PROXY=proxy, https_proxy=proxy, ALL_PROXY=proxy, all_proxy=proxy)
     code = (
         "import time\n"
         "from baselines.pace.encoder import MiniLMEncoder\n"
         "assert MiniLMEncoder().embed(['hello']).vectors.shape[0] == 1\n"
         "time.sleep(15)\n"
     )
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, timeout=120)
-    assert time.monotonic() - started >= 15
-    listener.close()
+    with recording_proxy() as (proxy, seen):
+        env.update(HTTPS_PROXY=proxy, https_proxy=proxy, ALL_PROXY=proxy, all_proxy=proxy)
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, timeout=120)
+        assert time.monotonic() - started >= 15
     assert seen == []
