@@ -25,7 +25,7 @@ OFFLINE = ("--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE
 """Chromium reaches nothing beyond this machine: no proxy the environment names, and no host name resolves but
 `localhost` (what it opens here are local files, and pages on loopback addresses). Without them, a session that
 only opened a local file asked, within 30 s, Google's time and component-update servers, its account and model
-servers, and the default search engine (Debian's: DuckDuckGo), 45 DNS queries in all, through the environment's
+servers, and the default search engine (Debian's: DuckDuckGo), 54 DNS queries in all, through the environment's
 proxy when one was named (`tests/report/test_chromium.py` reads Chromium's own network log)."""
 
 
