@@ -21,12 +21,16 @@ MISSING = "headless Chromium not installed: apt-get install -y chromium chromium
 # What Chromium adds to TMPDIR for its singleton socket, a Unix socket whose path (sun_path) holds 107 bytes.
 SOCKET = "/org.chromium.Chromium.XXXXXX/SingletonSocket"
 HEADLESS = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu")
-OFFLINE = ("--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost")
-"""Chromium reaches nothing beyond this machine: no proxy the environment names, and no host name resolves but
-`localhost` (what it opens here are local files, and pages on loopback addresses). Without them, a session that
-only opened a local file asked, within 30 s, Google's time and component-update servers, its account and model
-servers, and the default search engine (Debian's: DuckDuckGo), 54 DNS queries in all, through the environment's
-proxy when one was named (`tests/report/test_chromium.py` reads Chromium's own network log)."""
+OFFLINE = (
+    "--no-proxy-server",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE 127.0.0.1 , EXCLUDE ::1",
+)
+"""Chromium reaches nothing beyond this machine: no proxy the environment names, and no host resolves but
+`localhost`, `127.0.0.1` and `::1` (the rule maps addresses written out too; what it opens here are local files and
+pages on loopback). Without them, a session that only opened a local file asked, within 30 s, Google's time and
+component-update servers, its account and model servers, and the default search engine (Debian's: DuckDuckGo), 54
+DNS queries in all, through the environment's proxy when one was named (`tests/report/test_chromium.py` reads
+Chromium's own network log)."""
 
 
 def chromium() -> Path | None:

@@ -74,3 +74,26 @@ def test_a_session_reaches_nothing_beyond_this_machine_even_where_a_proxy_is_nam
     assert any(kind == "URL_REQUEST_START_JOB" for kind, _ in events)  # the log saw Chromium's requests
     assert seen == []
     assert [params for kind, params in events if kind in ("DNS_TRANSACTION", "TCP_CONNECT_ATTEMPT")] == []
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
+def test_pages_on_loopback_still_open(host, tmp_path):
+    """The inspect viewer and the docs' server are pages on loopback, named by address or as `localhost`."""
+    import functools
+    import http.server
+    import socket
+    import threading
+
+    (tmp_path / "index.html").write_text("<title>served</title>", encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    kind = type("Server", (http.server.ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+    server = (kind if ":" in host else http.server.ThreadingHTTPServer)((host, 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    netloc = f"[{host}]" if ":" in host else host
+    try:
+        with chromium.headless("800,600") as driver:
+            driver.get(f"http://{netloc}:{server.server_address[1]}/")
+            assert driver.title == "served"
+    finally:
+        server.shutdown()
+        server.server_close()
