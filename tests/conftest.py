@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +28,19 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 @pytest.fixture(autouse=True)
-def no_proxy_of_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_proxy_of_the_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No proxy the shell names: the providers' transport honours them as httpx does, loopback included, and every
-    server of the tests is on loopback. A test that wants a proxy names it itself."""
+    server of the tests is on loopback. A test that wants a proxy names it itself.
+
+    urllib's `urlopen` reads the proxies once, when the process first calls it, and keeps them: a test that named a
+    proxy and opened a URL left every later `urlopen` of the session going to that proxy. So each test starts and
+    ends with none built."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
+    urllib.request.install_opener(None)
+    yield
+    urllib.request.install_opener(None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
