@@ -206,7 +206,7 @@ def test_reply_limits_apply_to_their_role_only(model):
 
 
 @embedded
-def test_its_own_server_is_reached_around_a_proxy_the_environment_names(tmp_path):
+def test_its_own_server_is_reached_around_a_proxy_the_environment_names():
     """In a process of its own, as a run starts: urllib reads the proxies when it first opens a URL."""
     from tests.conftest import REPO
     from tests.proxies import recording_proxy
