@@ -10,6 +10,7 @@ from typing import Any
 from pos_bench.fullsize.processes import Sample, cpu_between
 from pos_bench.fullsize.record import EnvCost, Episode, Run, env_cpu, per_episode, slots
 from pos_bench.fullsize.sweep import Built, Played
+from pos_bench.runner.pool import one_episode_per_process
 from pos_bench.standin.service import ServiceModel, service_bound
 
 MB = 1e6
@@ -31,11 +32,16 @@ class RunFigures:
     """The environments' CPU played again alone (`env_cpu`): what the limit divides by the cores."""
     cores: int
     env_played: float | None = None
-    """The environments' CPU where the run played (`Episode.env_cpu`, summed); None when a transcript lacks it.
-    Above `env` by what sharing the cores cost them (their steps interrupted, their caches cold)."""
+    """The environments' CPU where the run played (`Episode.env_cpu`, summed); None when a transcript lacks it
+    or the run played several episodes per process (`threaded`). Above `env` by what sharing the cores cost them
+    (their steps interrupted, their caches cold)."""
     local: float = 0.0
     """The CPU of the method's own model where the run played (PACE's encoder, `Episode.local_cpu`): compute
     the method needs on these cores, as an environment's steps are, so it joins them in the limit."""
+    threaded: bool = False
+    """The run played several episodes in each process (`runner.backend` threading or ray). A transcript's CPU
+    figures are then the whole process's (`Step.cpu_seconds`, `Call.cpu_seconds`: every thread's CPU while the
+    step or call was under way), so they hold the other episodes' work too and are not the episode's."""
 
     @property
     def env_in_cpu(self) -> float:
@@ -58,6 +64,7 @@ def run_figures(
 ) -> RunFigures:
     start = min((e.started for e in run.episodes), default=0.0)
     end = max((e.ended for e in run.episodes), default=0.0)
+    threaded = played_in_threads(run.config)
     return RunFigures(
         label=run.label,
         episodes=len(run.rows),
@@ -70,10 +77,17 @@ def run_figures(
         env=env_cpu(run, env_sample),
         cores=cores,
         env_played=None
-        if any(e.env_cpu is None for e in run.episodes)
+        if threaded or any(e.env_cpu is None for e in run.episodes)
         else sum(e.env_cpu for e in run.episodes),
         local=sum(e.local_cpu for e in run.episodes),
+        threaded=threaded,
     )
+
+
+def played_in_threads(config: Mapping[str, Any]) -> bool:
+    """Whether a run's processes each played several episodes at once: every backend but loky's one episode
+    per process (`pos_bench.runner.pool.one_episode_per_process`)."""
+    return not one_episode_per_process(str((config.get("runner") or {}).get("backend", "loky")))
 
 
 def drift(samples: Sequence[Sample], ends: Sequence[float]) -> tuple[int, float, float]:
@@ -186,6 +200,12 @@ def run_table(figures: Sequence[RunFigures]) -> list[str]:
         + "client = driver and workers' CPU over the run's span less env_run (env CPU where it is missing)"
         + (" and local" if local else "")
         + ", per call)"
+        + (
+            "; a run played in threads has no env_run: a step's CPU where it played holds the other threads' too"
+            + (", as its local does" if local and any(f.threaded and f.local for f in figures) else "")
+            if any(f.threaded for f in figures)
+            else ""
+        )
     )
     return [head, *rows, note]
 
@@ -196,11 +216,12 @@ def pace_lines(played: Played, figures: Sequence[RunFigures], episodes: Sequence
     calls = sum(f.calls for f in figures)
     harness = sum(f.cpu - f.env_in_cpu - f.local for f in figures)
     in_calls = [cpu for e in episodes for cpu in e.in_call_cpu]
-    inside = (
-        f"median {statistics.median(in_calls) * 1e3:.2f} ms, mean {statistics.fmean(in_calls) * 1e3:.2f} ms"
-        if in_calls
-        else "none recorded"
-    )
+    if any(f.threaded for f in figures):
+        inside = "not per call: the episodes played in threads, so a call's figure holds the other threads' CPU"
+    elif in_calls:
+        inside = f"median {statistics.median(in_calls) * 1e3:.2f} ms, mean {statistics.fmean(in_calls) * 1e3:.2f} ms"
+    else:
+        inside = "none recorded"
     return [
         (
             f"wall: runs {wall:.1f} s against the limit {limit:.1f} s ({wall / limit if limit else 0:.2f}×); the "

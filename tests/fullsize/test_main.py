@@ -35,7 +35,7 @@ def sweep(tmp_path_factory) -> tuple[str, Path]:
         "bench.max_turns=3",
         "--jobs=2",
         "--cores=2",
-        "--backend=threading",
+        "--backend=loky",
         "--sample-s=0.2",
         f"--standin=--tokens-per-s {SPEED:g}",
         f"--results={root}",
@@ -200,6 +200,45 @@ def test_a_methods_own_model_cpu_joins_the_limit_and_leaves_the_client_figure(tm
     with_local = replace(figures, local=0.25)
     assert with_local.limit == pytest.approx((0.15 + 0.25) / 2)
     assert with_local.client_ms_per_call == pytest.approx((0.5 - 0.15 - 0.25) / 10 * 1e3)
+
+
+@pytest.mark.parametrize("backend", ["threading", "ray"])
+def test_a_run_played_in_threads_has_no_env_run_figure_since_its_steps_cpu_holds_the_other_threads(
+    tmp_path, backend
+):
+    from pos_bench.fullsize.printout import pace_lines, run_figures, run_table
+    from pos_bench.fullsize.record import Run, read_episode
+    from pos_bench.fullsize.sweep import Played
+    from pos_bench.transcript import Transcript
+
+    log = Transcript(tmp_path / "events.jsonl")
+    log.write(events.Reset(task={"id": "toy-0"}, cpu_seconds=0.5))  # every thread's CPU while it ran
+    log.write(events.Call(role="agent", cpu_seconds=0.2))
+    log.write(events.Step(turn=0, action="look", cpu_seconds=0.5))
+    log.write(events.Score(score={"success": False}))
+    log.close()
+    episode = read_episode(tmp_path)
+    config = {
+        "bench": {"_target_": "pos_bench.benchmarks.toy.ToyBenchmark"},
+        "runner": {"n_jobs": 4},
+        "model": {},
+    }
+    played = Played(1.0, 2.0, 0, (), (), "")
+
+    def figures(runner: dict) -> object:
+        run = Run(tmp_path, "toy/raw", {**config, "runner": runner}, ({"status": "done"},), (episode,))
+        return run_figures(run, ServiceModel(), [], cores=2, env_sample=0)
+
+    alone = figures({"n_jobs": 4, "backend": "loky"})
+    assert alone.env_played == pytest.approx(1.0) and not alone.threaded
+    threaded = figures({"n_jobs": 4, "backend": backend})
+    assert threaded.threaded and threaded.env_played is None
+    assert threaded.env_in_cpu == threaded.env.seconds  # the environments played again alone
+    row, note = run_table([threaded])[1:]
+    assert row.split()[7] == "-"
+    assert "played in threads has no env_run" in note
+    assert "inside the calls (Call.cpu_seconds) not per call" in pace_lines(played, [threaded], [episode])[1]
+    assert "median 200.00 ms" in pace_lines(played, [alone], [episode])[1]
 
 
 def test_sigterm_stops_the_stand_in_and_the_sweep_it_started(tmp_path):
