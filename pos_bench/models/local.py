@@ -287,7 +287,8 @@ class LocalModel:
             "cache_prompt": self.cache_prompt,
         }
         if prompt.schema is not None:
-            chars, items = (limits.chars, limits.items) if limits else (self.max_string_chars, self.max_items)
+            chars = limits.chars if limits and limits.chars is not None else self.max_string_chars
+            items = limits.items if limits and limits.items is not None else self.max_items
             request["grammar"] = self._grammar(prompt.schema, chars, items, limits.lists if limits else {})
         return request
 

@@ -119,21 +119,24 @@ def bounded_schema(
 
 @dataclass(frozen=True)
 class ReplyLimits:
-    """Caps on one role's schema-constrained replies, for a model that fills every slot a schema allows."""
+    """Caps on one role's replies, for a model that fills every slot a schema allows and writes free text to the
+    end of its token budget."""
 
     max_tokens: int
-    """Upper bound on the reply's tokens (the request's own budget wins when smaller)."""
-    items: int
-    """Entries per list and keys per free-form object."""
-    chars: int
-    """Characters per free string."""
+    """Upper bound on the reply's tokens (the request's own budget wins when smaller), schema or free text."""
+    items: int | None = None
+    """Entries per list and keys per free-form object; None leaves them to the model's own bound (the embedded
+    model's `max_items`; a remote endpoint's schema then goes unbounded, only `max_tokens` applies)."""
+    chars: int | None = None
+    """Characters per free string; None as for `items` (the embedded model's `max_string_chars`)."""
     lists: Mapping[str, int] = field(default_factory=dict)
     """Entries allowed in a list property, by its name, instead of `items` (e.g. complete gap lists kept at 2
     while a belief update upserts one record of each kind)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lists", dict(self.lists))
-        if min(self.max_tokens, self.items, self.chars, *self.lists.values()) < 1:
+        given = [value for value in (self.items, self.chars) if value is not None]
+        if min([self.max_tokens, *given, *self.lists.values()]) < 1:
             raise ValueError(f"reply limits must all be ≥ 1, got {self}")
 
 
@@ -157,13 +160,14 @@ def limits_for(
 
 
 def limited_prompt(prompt: Prompt, limits: Mapping[str, ReplyLimits], role: str, max_tokens: int) -> Prompt:
-    """`prompt` with the caps of its reply (`limits_for`) put into its schema and its token budget (`max_tokens`
-    when it sets none); unchanged when it has no schema or no caps apply. For models whose server turns the
-    schema into a grammar."""
+    """`prompt` with the caps of its reply (`limits_for`): its token budget (`max_tokens` when it sets none) cut to
+    the caps' and, when the caps give both `items` and `chars`, its schema bounded by them; unchanged when no caps
+    apply. For models whose server turns the schema into a grammar."""
     caps = limits_for(limits, prompt.schema, role)
-    if caps is None or prompt.schema is None:
+    if caps is None:
         return prompt
+    budget = min(prompt.max_tokens or max_tokens, caps.max_tokens)
+    if prompt.schema is None or caps.items is None or caps.chars is None:
+        return dataclasses.replace(prompt, max_tokens=budget)
     schema = bounded_schema(prompt.schema, max_chars=caps.chars, max_items=caps.items, lists=caps.lists)
-    return dataclasses.replace(
-        prompt, schema=schema, max_tokens=min(prompt.max_tokens or max_tokens, caps.max_tokens)
-    )
+    return dataclasses.replace(prompt, schema=schema, max_tokens=budget)

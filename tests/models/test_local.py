@@ -162,6 +162,8 @@ def test_prefix_reuse_and_reply_limits_are_part_of_the_model_identity():
     assert plain["reply_limits"] is None and model_identity(capped) != model_identity(plain)
     with pytest.raises(ValueError, match="≥ 1"):
         LocalModel(reply_limits={"belief": {"max_tokens": 0, "items": 2, "chars": 20}})
+    with pytest.raises(ValueError, match="≥ 1"):
+        LocalModel(reply_limits={"compactor": {"max_tokens": 64, "chars": 0}})
 
 
 def test_a_reply_types_limits_win_over_its_roles():
@@ -202,6 +204,33 @@ def test_reply_limits_apply_to_their_role_only(model):
     assert other.text == model.generate(prompt, role="belief").text  # no limits set: nothing capped
     places = json.loads(short.text)["places"] if short.text.endswith("}") else []
     assert len(places) <= 1 and all(len(p["name"]) <= 12 for p in places)
+    capped.close()
+
+
+@embedded
+def test_a_token_cap_alone_shortens_free_text_and_leaves_a_schema_to_the_models_own_bounds(model):
+    """A role capped by `max_tokens` only (inspect's summary, `compactor`): its free-text reply ends at the cap,
+    and a schema reply of that role keeps the model's own string and list bounds."""
+    capped = LocalModel(max_string_chars=12, max_items=1, reply_limits={"compactor": {"max_tokens": 24}})
+    summary = Prompt(
+        messages=(Message("user", "Summarise a long day in a big house, room by room."),), max_tokens=400
+    )
+    short = capped.generate(summary, role="compactor")
+    assert short.usage.output_tokens <= 24 < capped.generate(summary, role="agent").usage.output_tokens
+    listed = Prompt(
+        messages=(Message("user", "List every place in a big house, with a long note, as JSON."),),
+        schema=Inventory.model_json_schema(),
+        max_tokens=400,
+    )
+    reply = capped.generate(listed, role="compactor")
+    places = json.loads(reply.text)["places"] if reply.text.endswith("}") else []
+    assert len(places) <= 1 and all(len(p["name"]) <= 12 for p in places)
+    assert capped.describe()["reply_limits"]["compactor"] == {
+        "max_tokens": 24,
+        "items": None,
+        "chars": None,
+        "lists": {},
+    }
     capped.close()
 
 

@@ -83,7 +83,11 @@ def test_reply_limits_bound_the_schema_and_budget_sent_for_their_role_or_reply_t
     bounded = model(stub, reply_limits=limits)
     bounded.generate(policy_prompt(schema), role="agent")  # the reply type's caps win
     bounded.generate(policy_prompt({**schema, "title": "Other"}), role="belief")  # the default's
-    bounded.generate(policy_prompt(), role="agent")  # no schema: nothing to bound
+    bounded.generate(policy_prompt(), role="agent")  # no schema: only the budget is capped
+    tokens_only = model(stub, reply_limits={"compactor": {"max_tokens": 24}})
+    tokens_only.generate(
+        policy_prompt(schema), role="compactor"
+    )  # a budget, and no bound to put in the schema
     model(stub).generate(policy_prompt(schema))  # no limits: the schema as it is
     sent = [
         (r["max_tokens"], (r.get("response_format") or {}).get("json_schema", {}).get("schema"))
@@ -91,7 +95,7 @@ def test_reply_limits_bound_the_schema_and_budget_sent_for_their_role_or_reply_t
     ]
     assert sent[0][0] == 40 and sent[0][1]["properties"]["action"]["maxLength"] == 12
     assert sent[1][0] == 48 and sent[1][1]["properties"]["thought"]["maxLength"] == 30
-    assert sent[2] == (64, None) and sent[3] == (64, schema)
+    assert sent[2] == (48, None) and sent[3] == (24, schema) and sent[4] == (64, schema)
     assert (
         bounded.describe()["reply_limits"]["Pick"]["chars"] == 12
         and "reply_limits" not in model(stub).describe()
