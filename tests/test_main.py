@@ -132,7 +132,9 @@ def test_a_bad_value_stops_before_the_first_episode_naming_the_key(tmp_path, ove
 
 @pytest.mark.parametrize("override", ["runer.n_jobs=8", "cach.mode=off", "foo.bar=1", "+foo=1", "~foo"])
 def test_a_misspelt_top_level_key_exits_2_naming_the_valid_ones(tmp_path, override):
-    out = cli("bench=toy", "method=expert", "model=scripted", override, f"results_root={tmp_path}", check=False)
+    out = cli(
+        "bench=toy", "method=expert", "model=scripted", override, f"results_root={tmp_path}", check=False
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and "cache, " in out.stderr and "runner" in out.stderr
     assert not list(tmp_path.rglob("*.jsonl"))
@@ -273,9 +275,14 @@ def test_sigterm_stops_like_ctrl_c_with_the_resume_line_and_no_leftovers(tmp_pat
 
 @pytest.mark.parametrize("flags", [["-m", "--cfg", "job"], ["--multirun", "--cfg=job"], ["-m", "-c", "job"]])
 def test_cfg_job_on_a_sweep_prints_every_jobs_composed_config(tmp_path, flags):
-    out = cli(*flags, "method=raw,pos", "bench=toy", "model=scripted", f"results_root={tmp_path}", check=False)
+    out = cli(
+        *flags, "method=raw,pos", "bench=toy", "model=scripted", f"results_root={tmp_path}", check=False
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     heads = [line for line in out.stdout.splitlines() if line.startswith("# job ")]
     assert len(heads) == 2 and heads[0].endswith("method=raw") and heads[1].endswith("method=pos")
-    assert "baselines.raw.RawHistory" in out.stdout and "pos_bench.pos.method.Pos" in out.stdout.split("# job 1")[1]
+    assert (
+        "baselines.raw.RawHistory" in out.stdout
+        and "pos_bench.pos.method.Pos" in out.stdout.split("# job 1")[1]
+    )
     assert not list(tmp_path.rglob("*.jsonl"))  # nothing ran

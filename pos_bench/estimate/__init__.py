@@ -383,7 +383,12 @@ def composed_bench_settings(cfg: Any, bench: str) -> list[str]:
     for key, value in given.items():
         scalar = value is None or isinstance(value, bool | int | float | str)
         interpolated = isinstance(value, str) and "${" in value
-        if scalar and not interpolated and plain.get(key) != value and not f"bench.{key}".startswith(PROBE_SET):
+        if (
+            scalar
+            and not interpolated
+            and plain.get(key) != value
+            and not f"bench.{key}".startswith(PROBE_SET)
+        ):
             out.append(f"bench.{key}={json.dumps(value)}")
     return out
 

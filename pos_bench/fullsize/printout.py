@@ -217,7 +217,9 @@ def pace_lines(played: Played, figures: Sequence[RunFigures], episodes: Sequence
     harness = sum(f.cpu - f.env_in_cpu - f.local for f in figures)
     in_calls = [cpu for e in episodes for cpu in e.in_call_cpu]
     if any(f.threaded for f in figures):
-        inside = "not per call: the episodes played in threads, so a call's figure holds the other threads' CPU"
+        inside = (
+            "not per call: the episodes played in threads, so a call's figure holds the other threads' CPU"
+        )
     elif in_calls:
         inside = f"median {statistics.median(in_calls) * 1e3:.2f} ms, mean {statistics.fmean(in_calls) * 1e3:.2f} ms"
     else:

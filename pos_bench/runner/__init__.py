@@ -147,7 +147,7 @@ def write_run_json(
     """The run's `run.json`: labels, identity, the episode code, the model's description, the config it ran
     with, the command-line `overrides` (so a copied folder can be re-scored alone) and the places it was
     written from (`places.py`), and `tasks`, the number of episodes (task, trial) it plays, so a reader knows
-what is left of an interrupted run."""
+    what is left of an interrupted run."""
     meta = {
         "labels": dict(labels),
         "identity": {"fingerprint": identity.fingerprint, "settings": identity.settings},

@@ -134,7 +134,9 @@ def checked_overrides(overrides: Any, source: Path) -> list[str]:
         ConfigError: one line naming `source` and the first override refused, and why.
     """
     if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
-        raise ConfigError(f"{source}: `overrides` must be a list of strings, found {type(overrides).__name__}")
+        raise ConfigError(
+            f"{source}: `overrides` must be a list of strings, found {type(overrides).__name__}"
+        )
     parser = OverridesParser.create()
     for text in overrides:
         try:
@@ -142,7 +144,9 @@ def checked_overrides(overrides: Any, source: Path) -> list[str]:
         except HydraException as error:
             raise ConfigError(f"{source}: override {text!r} cannot be read: {error}") from None
         if problem := _problem(parsed):
-            raise ConfigError(f"{source}: override {text!r} refused: {problem}; a run folder is data, never code")
+            raise ConfigError(
+                f"{source}: override {text!r} refused: {problem}; a run folder is data, never code"
+            )
     return list(overrides)
 
 

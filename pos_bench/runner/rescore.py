@@ -157,7 +157,9 @@ def read_transcript(path: Path) -> list[events.Event]:
         rows.append(row)
     kinds = [row.get("kind") for row in rows]
     if events.Reset.kind not in kinds or events.Score.kind not in kinds:
-        raise TranscriptUnreadable(f"{path} is not a finished episode's transcript (no reset or no score event)")
+        raise TranscriptUnreadable(
+            f"{path} is not a finished episode's transcript (no reset or no score event)"
+        )
     try:
         return events.parse_all(rows)
     except (TypeError, ValueError, KeyError) as error:

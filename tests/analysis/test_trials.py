@@ -92,5 +92,7 @@ def test_a_comparison_of_k_trial_means_clears_the_single_trial_floor_over_root_k
     assert s.mean_noise_floor == pytest.approx(s.noise_floor / K**0.5)
     write_run(tmp_path, "pos", "m", noisy(0.5, 6))
     paired = collect([tmp_path], None).paired.set_index(["model", "method"]).loc[("m", "pos")]
-    floors = [summarize_trials(load_run(tmp_path / "coin" / m / "m")).mean_noise_floor for m in ("raw", "pos")]
+    floors = [
+        summarize_trials(load_run(tmp_path / "coin" / m / "m")).mean_noise_floor for m in ("raw", "pos")
+    ]
     assert paired["noise floor pts"] == pytest.approx(100 * max(floors))

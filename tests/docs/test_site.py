@@ -55,7 +55,9 @@ def test_the_home_page_leads_to_every_part(site, browser):
 def test_the_endpoint_tutorial_gives_the_command(site, browser):
     page = opened(browser, site / "tutorials" / "own-endpoint" / "index.html")
     assert page.find_element("tag name", "h1").text == "Tutorial: your own endpoint"
-    commands = " ".join(c.get_attribute("textContent") for c in page.find_elements("css selector", "pre code"))
+    commands = " ".join(
+        c.get_attribute("textContent") for c in page.find_elements("css selector", "pre code")
+    )
     assert "method=raw,pos bench=clindiag model=vllm" in commands
 
 

@@ -11,7 +11,14 @@ from tests.analysis.fixture_runs import toy_run
 from tests.conftest import REPO
 
 READERS = {
-    "report": lambda run, out: ["-m", "pos_bench.report", str(run), "-o", str(out / "r.html"), "--no-figures"],
+    "report": lambda run, out: [
+        "-m",
+        "pos_bench.report",
+        str(run),
+        "-o",
+        str(out / "r.html"),
+        "--no-figures",
+    ],
     "tables": lambda run, out: ["scripts/tables.py", str(run)],
     "export": lambda run, out: ["-m", "pos_bench.export", str(run), str(out / "x"), "--format", "inspect"],
 }

@@ -21,7 +21,9 @@ import pytest
 os.environ.setdefault(
     "RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0"
 )  # as pos_bench.runner.pool.ray does, before Ray loads
-ray = pytest.importorskip("ray", reason="the Ray backend needs the `ray` extra: uv sync --inexact --extra ray")
+ray = pytest.importorskip(
+    "ray", reason="the Ray backend needs the `ray` extra: uv sync --inexact --extra ray"
+)
 
 from pos_bench.runner import run
 from pos_bench.types import Reply, Usage
