@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.proxies import NO_PROXY_VARIABLES, PROXY_VARIABLES
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -24,9 +26,6 @@ def shared() -> Path:
     return path
 
 
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
 @pytest.fixture(autouse=True)
 def no_proxy_of_the_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No proxy the shell names: the providers' transport honours them as httpx does, loopback included, and every
@@ -35,9 +34,8 @@ def no_proxy_of_the_shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     urllib's `urlopen` reads the proxies once, when the process first calls it, and keeps them: a test that named a
     proxy and opened a URL left every later `urlopen` of the session going to that proxy. So each test starts and
     ends with none built."""
-    for name in PROXY_VARIABLES:
+    for name in (*PROXY_VARIABLES, *NO_PROXY_VARIABLES):
         monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
     urllib.request.install_opener(None)
     yield
     urllib.request.install_opener(None)

@@ -9,6 +9,13 @@ import threading
 from collections.abc import Iterator
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+"""Where an environment names a proxy, for every scheme, in both spellings."""
+NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
+
+
+def naming(proxy: str) -> dict[str, str]:
+    """An environment's variables that send every scheme to `proxy`."""
+    return dict.fromkeys(PROXY_VARIABLES, proxy)
 
 
 @contextlib.contextmanager

@@ -238,7 +238,7 @@ def test_a_token_cap_alone_shortens_free_text_and_leaves_a_schema_to_the_models_
 def test_its_own_server_is_reached_around_a_proxy_the_environment_names():
     """In a process of its own, as a run starts: urllib reads the proxies when it first opens a URL."""
     from tests.conftest import REPO
-    from tests.proxies import recording_proxy
+    from tests.proxies import NO_PROXY_VARIABLES, naming, recording_proxy
 
     code = (
         "from pos_bench.models.local import LocalModel\n"
@@ -246,9 +246,7 @@ def test_its_own_server_is_reached_around_a_proxy_the_environment_names():
         "print(LocalModel().count_tokens(Prompt(messages=(Message('user', 'kitchen'),))))\n"
     )
     with recording_proxy() as (proxy, seen):  # it answers no request
-        env = {**os.environ, "HTTP_PROXY": proxy, "http_proxy": proxy, "ALL_PROXY": proxy}
-        env.pop("NO_PROXY", None)
-        env.pop("no_proxy", None)
+        env = {k: v for k, v in os.environ.items() if k not in NO_PROXY_VARIABLES} | naming(proxy)
         command = [sys.executable, "-c", code]
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     assert seen == []

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pos_bench.report import chromium
-from tests.proxies import PROXY_VARIABLES, recording_proxy
+from tests.proxies import naming, recording_proxy
 
 pytestmark = pytest.mark.skipif(not chromium.available(), reason=chromium.MISSING)
 
@@ -63,8 +63,8 @@ def test_a_session_reaches_nothing_beyond_this_machine_even_where_a_proxy_is_nam
     page, log = tmp_path / "page.html", tmp_path / "net.json"
     page.write_text("<title>local</title>", encoding="utf-8")
     with recording_proxy() as (proxy, seen):
-        for name in PROXY_VARIABLES:
-            monkeypatch.setenv(name, proxy)
+        for name, value in naming(proxy).items():
+            monkeypatch.setenv(name, value)
         # selenium reaches its driver, and asks it to stop, without the proxy
         with chromium.headless("800,600", f"--log-net-log={log}") as driver:
             driver.get(page.as_uri())

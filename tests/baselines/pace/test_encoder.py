@@ -68,7 +68,7 @@ def test_loading_it_sends_nothing_to_anyone(tmp_path):
     import time
 
     from tests.conftest import REPO
-    from tests.proxies import recording_proxy
+    from tests.proxies import naming, recording_proxy
 
     env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
     code = (
@@ -78,7 +78,7 @@ def test_loading_it_sends_nothing_to_anyone(tmp_path):
         "time.sleep(15)\n"
     )
     with recording_proxy() as (proxy, seen):
-        env.update(HTTPS_PROXY=proxy, https_proxy=proxy, ALL_PROXY=proxy, all_proxy=proxy)
+        env.update(naming(proxy))
         started = time.monotonic()
         subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, timeout=120)
         assert time.monotonic() - started >= 15
