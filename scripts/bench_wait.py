@@ -73,7 +73,14 @@ def worker_figures(cfg: dict, games: int) -> list[tuple[float, float]]:
     receive, send = multiprocessing.Pipe(duplex=False)
     child = multiprocessing.get_context("fork").Process(target=play, args=(cfg, games, send))
     child.start()
-    figures = receive.recv()
+    send.close()  # the child holds the only writing end: if it dies, the read below ends instead of waiting
+    try:
+        figures = receive.recv()
+    except EOFError:
+        child.join()
+        raise SystemExit(
+            f"the process playing the games ended (exit {child.exitcode}) before sending its figures"
+        ) from None
     child.join()
     return figures
 

@@ -200,13 +200,11 @@ def run_table(figures: Sequence[RunFigures]) -> list[str]:
         + "client = driver and workers' CPU over the run's span less env_run (env CPU where it is missing)"
         + (" and local" if local else "")
         + ", per call)"
-        + (
-            "; a run played in threads has no env_run: a step's CPU where it played holds the other threads' too"
-            + (", as its local does" if local and any(f.threaded and f.local for f in figures) else "")
-            if any(f.threaded for f in figures)
-            else ""
-        )
     )
+    if any(f.threaded for f in figures):
+        note += "; a run played in threads has no env_run: a step's CPU where it played holds the other threads' too"
+        if any(f.threaded and f.local for f in figures):
+            note += ", as its local does"
     return [head, *rows, note]
 
 
