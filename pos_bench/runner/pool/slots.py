@@ -102,15 +102,17 @@ class Slot:
     def __init__(self, backend: str):
         self.backend = backend
         self._executor: Any = None
+        self._latest: Future | None = None
         self.started_in: tuple | None = None
         """`surroundings()` when its worker started."""
 
     def submit(self, work: Work, task: Task) -> Future:
         try:
-            return self._started().submit(work, task)
+            self._latest = self._started().submit(work, task)
         except BrokenProcessPool:  # the worker died between two episodes: nothing was lost, start a new one
             self.discard()
-            return self._started().submit(work, task)
+            self._latest = self._started().submit(work, task)
+        return self._latest
 
     def _started(self) -> Any:
         if self._executor is None:
@@ -142,9 +144,25 @@ class Slot:
         if isinstance(self._executor, ThreadPoolExecutor):
             self._executor.shutdown(wait=False, cancel_futures=True)
         else:
+            taken_up(self._latest)
             # waiting for the killed worker lets loky release its semaphores: none is reported leaked when
             # the run stops on Ctrl-C or SIGTERM
             self._executor.shutdown(wait=True, kill_workers=True)
+        self._latest = None
+
+
+def taken_up(future: Future | None, limit: float = 5.0) -> None:
+    """Wait (at most `limit` seconds, in practice a millisecond) until loky's thread has taken the slot's latest
+    episode, that is until its future runs or is done.
+
+    Loky (3.6.0 in joblib 1.6.0, and its main branch of 2026-08) has a race. Told to stop with
+    `kill_workers=True` before its thread took a just-submitted episode, the thread drops the episode's record but
+    not its number, looks the number up, and dies on a `KeyError`: a traceback on the terminal, and the
+    executor's semaphores left unreleased. A run met it when it stopped (a full disk, Ctrl-C) right after
+    handing a free slot its next episode."""
+    deadline = time.monotonic() + limit
+    while future is not None and not (future.running() or future.done()) and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 IDLE: list[Slot] = []
