@@ -3,6 +3,7 @@
 import functools
 import os
 import signal
+import threading
 import time
 
 from pos_bench.runner.pool import slots
@@ -158,8 +159,6 @@ def test_a_slot_closed_just_after_it_was_given_an_episode_stops_without_an_error
     """The run stops (a full disk, Ctrl-C) right after the loop handed a free slot its next episode: loky's
     own thread, told to stop before it took that episode, raised `KeyError` on it (one traceback on the
     terminal beside the run's one message, and the executor's semaphores left unreleased)."""
-    import threading
-
     raised = []
     monkeypatch.setattr(threading, "excepthook", lambda hook: raised.append(repr(hook.exc_value)))
     for attempt in range(8):  # the race went the wrong way about two times in three
