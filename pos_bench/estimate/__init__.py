@@ -254,7 +254,7 @@ def probe(
                 "runner.backend=threading",
                 "runner.check_endpoints=false",
                 "cache.mode=off",
-                *(f"method.{k}={v}" for k, v in (settings or {}).items()),
+                *(f"++method.{k}={v}" for k, v in (settings or {}).items()),  # ++: a key the method's config lacks too
             ]
             cfg = OmegaConf.to_container(compose(overrides), resolve=True)
             run(cfg, Path(tmp), {"bench": "probe", "method": method, "label": "test"})
