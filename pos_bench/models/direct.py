@@ -13,10 +13,11 @@ What reaches the caller is what the SDK would have raised: its status error clas
 `AuthenticationError`…, built by the SDK from the response), `APITimeoutError` and `APIConnectionError`; a broken
 bound (`CrossOriginRedirect`, `ReplyTooLarge`) as it is. `RemoteModel.generate` classifies them.
 
-A call whose reply is read whole (`post_whole`) goes further: its request is written and its reply read straight
-on the transport's kept connection (`wire.py`), without `httpx2`'s request, client and response objects (0.82 →
-0.40 ms of CPU for an ALFWorld-sized exchange with the caches cold; docs/fullsize.md, "A reply read whole goes
-over the wire"). A streamed call, and a redirect, take `post_json`.
+A chat call (`post_whole`) goes further: its request is written and its reply read straight on the transport's
+kept connection (`wire.py`), without `httpx2`'s request, client and response objects (0.82 → 0.40 ms of CPU for an
+ALFWorld-sized exchange with the caches cold; docs/fullsize.md, "A reply read whole goes over the wire"). A
+streamed reply takes the same path: its events are read as they arrive and parsed once the body has ended. A
+redirect, and a client with a proxy mounted on it, take `post_json`.
 """
 
 from __future__ import annotations
@@ -90,9 +91,13 @@ def json_bytes(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], timeout: float) -> bytes:
-    """POST `body` as JSON to `path` under the client's base URL and read the reply whole, on the client's kept
-    connection (`DeadlineTransport.send_whole`), each socket operation bounded by `timeout`; the reply's body.
+def post_whole(
+    module: Any, client: Any, path: str, body: Mapping[str, Any], timeout: float, *, events: bool = False
+) -> bytes:
+    """POST `body` as JSON to `path` under the client's base URL and read the reply to its end, on the client's
+    kept connection (`DeadlineTransport.send_whole`), each socket operation bounded by `timeout`; the reply's body.
+    `events` for a reply streamed as server-sent events: it is read as it arrives, a few events at a time, and a
+    silence longer than `timeout` ends it.
 
     What the caller meets is what `post_json` raises: the SDK's error for a status of 400 or more (with the
     response), its timeout and connection errors, a broken bound as it is. A redirect sends the request again
@@ -104,7 +109,7 @@ def post_whole(module: Any, client: Any, path: str, body: Mapping[str, Any], tim
     data = json_bytes(body)
     try:
         whole = client._client._transport.send_whole(
-            where.url, wire.request_bytes(b"POST", where.target, where.head, data), timeouts
+            where.url, wire.request_bytes(b"POST", where.target, where.head, data), timeouts, events=events
         )
     except httpx2.TimeoutException as error:
         raise module.APITimeoutError(request=httpx2.Request("POST", where.url)) from error

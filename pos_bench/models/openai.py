@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
 from typing import Any, Literal
@@ -36,6 +37,7 @@ StreamMode = bool | Literal["auto"]
 WORKER_IMPORTS = ("openai",)
 """Imported on first use; a run's worker processes have it imported before they start
 (`runner/pool/forkserver.py`)."""
+LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 class OpenAIModel(RemoteModel):
@@ -175,39 +177,33 @@ class OpenAIModel(RemoteModel):
             body["stream_options"] = {"include_usage": True}
         # The body goes out as built, straight onto the SDK client's connection (`direct.py`): the typed
         # `chat.completions.create` walks every message and schema node and builds typed objects of the reply, and
-        # even the SDK's plain `post` costs ~0.4 ms of CPU more per call. A reply read whole goes over the wire
-        # without httpx2's objects (`post_whole`); a streamed one through the SDK's HTTP client. Either is read
-        # to its end, so the connection is kept (a stream left at `[DONE]` would close it, and the next call
-        # would open a new one: a TCP, and on a remote endpoint a TLS, handshake per call).
-        # Not streamed, one read may take the call's overall deadline; streamed, each read is bounded by
-        # `timeout` (the client's) and the whole by the overall deadline (`RemoteModel.generate`).
-        from pos_bench.models.direct import (  # httpx2, loaded with the SDK at the first call
-            post_json,
-            post_whole,
-        )
+        # even the SDK's plain `post` costs ~0.4 ms of CPU more per call. The reply, whole or streamed, comes
+        # over the wire without httpx2's objects (`post_whole`), read to its end, so the connection is kept (a
+        # stream left at `[DONE]` would close it, and the next call would open a new one: a TCP, and on a remote
+        # endpoint a TLS, handshake per call). Not streamed, one read may take the call's overall deadline;
+        # streamed, each read is bounded by `timeout` and the whole by the overall deadline (`RemoteModel.generate`).
+        from pos_bench.models.direct import post_whole  # httpx2, loaded with the SDK at the first call
 
         module = importlib.import_module(self.sdk)
-        if not stream:
-            seconds = self.call_seconds(prompt.max_tokens)
-            return completion_reply(json.loads(post_whole(module, client, "chat/completions", body, seconds)))
-        response = post_json(module, client, "chat/completions", body, self.timeout)
-        try:
-            return completion_reply(assembled(server_events(response.iter_lines())))
-        finally:
-            response.close()
+        seconds = self.timeout if stream else self.call_seconds(prompt.max_tokens)
+        data = post_whole(module, client, "chat/completions", body, seconds, events=stream)
+        return completion_reply(assembled(server_events(event_lines(data))) if stream else json.loads(data))
+
+
+def event_lines(body: bytes) -> list[str]:
+    """The lines of a server-sent event stream (`\r\n`, `\n` or `\r` ends one, as the standard allows; JSON
+    never holds a raw line break, so one does not split an event)."""
+    return LINE_END.split(body.decode("utf-8", "replace"))
 
 
 def server_events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a server-sent event stream's `data:` lines, up to `[DONE]` (the rest of the body is
-    read and dropped, so the connection is kept); an `error` event (a server failing mid-stream) is raised as
-    `ValueError`, a malformed response."""
+    """The JSON objects of a server-sent event stream's `data:` lines, up to `[DONE]`; an `error` event (a server
+    failing mid-stream) is raised as `ValueError`, a malformed response."""
     for line in lines:
         if not line.startswith("data:"):
             continue  # blank separators, comments (`: ping`), `event:` names
         data = line[5:].strip()
         if data == "[DONE]":
-            for _ in lines:  # the body to its end (the chunked terminator), so the connection is kept
-                pass
             return
         event = json.loads(data)
         if not isinstance(event, dict):

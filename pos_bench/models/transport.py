@@ -17,7 +17,7 @@ Two more bounds hold for every request that goes through it (the SDKs' chat call
 
 A streamed reply's events are read a few at a time rather than one wakeup per token (`STREAM_PACE`).
 
-A call whose reply is read whole skips `httpx2` and `http.client` (`send_whole`): its request and reply go
+A chat call skips `httpx2` and `http.client` (`send_whole`): its request and reply, read whole or streamed, go
 straight over the same kept connection (`wire.py`), within the same bounds.
 
 The environment's proxies are honoured as httpx honours them for a client it builds itself (which it does not
@@ -441,10 +441,13 @@ class DeadlineTransport(httpx2.BaseTransport):
         `send_whole`'s caller writes into the request (`direct.route`)."""
         return request_form(url, self.proxy_for(url))
 
-    def send_whole(self, url: httpx2.URL, request: bytes, timeouts: Mapping[str, float | None]) -> Whole:
+    def send_whole(
+        self, url: httpx2.URL, request: bytes, timeouts: Mapping[str, float | None], *, events: bool = False
+    ) -> Whole:
         """Send `request` (`wire.request_bytes`, to `url`'s origin, in the form `request_form` gives) on the
         origin's kept connection and read the reply whole (`wire.read_reply`), each socket operation within
-        `timeouts` and the thread's deadline, the body within `max_reply_bytes`. A connection whose reply was not
+        `timeouts` and the thread's deadline, the body within `max_reply_bytes`; `events` for a reply that comes
+        as server-sent events, read at `STREAM_PACE` as it arrives. A connection whose reply was not
         read to its end, or that the reply ends, is closed. Failures are the httpx errors the SDKs classify
         (`httpx_errors`, without a request), and `ReplyTooLarge`; a redirect is returned as any reply (the caller
         sends the request again through `handle_request`, which refuses another origin)."""
@@ -459,10 +462,12 @@ class DeadlineTransport(httpx2.BaseTransport):
             with httpx_errors(None, "write"):
                 sock.sendall(request)
             reader = sock.makefile("rb")
+            sock.pace = STREAM_PACE if events else 0.0
             try:
                 with httpx_errors(None, "read"):
                     whole = wire.read_reply(reader, self.max_reply_bytes)
             finally:
+                sock.pace = 0.0
                 reader.close()
         except ReplyTooLarge as error:
             connection.close()

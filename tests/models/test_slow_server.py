@@ -152,6 +152,28 @@ def test_server_sent_events_are_read_to_done_and_a_mid_stream_error_is_a_malform
         list(server_events(["data: [1, 2]"]))
 
 
+def test_an_event_ends_at_any_of_the_three_line_ends_and_nowhere_else():
+    from pos_bench.models.openai import event_lines, server_events
+
+    body = 'data: {"a": "x\u2028y\u0085z"}\r\ndata: {"b": 1}\rdata: {"c": 2}\n\ndata: [DONE]\n\n'.encode()
+    assert list(server_events(event_lines(body))) == [{"a": "x\u2028y\u0085z"}, {"b": 1}, {"c": 2}]
+
+
+def test_a_streamed_reply_comes_over_the_wire_without_the_http_clients_objects(slow, monkeypatch):
+    """Like a reply read whole, a streamed one is written and read on the kept connection itself
+    (`direct.post_whole`): the SDK's HTTP client builds no request or response for it."""
+    import httpx2
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the streamed call went through httpx2.Client.send")
+
+    monkeypatch.setattr(httpx2.Client, "send", refused)
+    before = slow.stats()
+    reply = model(slow, stream=True).generate(policy())
+    assert json.loads(reply.text)["action"] == "open door" and reply.usage.output_tokens == REPLY_TOKENS
+    assert counted(slow, before.answered + 1).streamed - before.streamed == 1
+
+
 def test_a_reply_streamed_one_token_at_a_time_costs_the_client_little_cpu():
     service = ServiceModel(tokens_per_s=1000, batch_tokens_per_s=50000, first_token_s=0.0)
     with StandinServer(Settings(service=service, reply_tokens=300, chunk_seconds=0.001)) as server:
