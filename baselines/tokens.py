@@ -88,7 +88,7 @@ class TokenCounter:
             return text
         try:
             return tables.decode(tokens[:limit])
-        except ValueError:  # the compiled decoder refuses a partial character; the package's wrapper replaces it
-            import bpe_openai
+        except ValueError:  # a cut inside a character: the compiled decoder refuses it, the package's wrapper
+            import bpe_openai  # replaces it with U+FFFD
 
             return bpe_openai.get_encoding(self.encoding).decode(tokens[:limit])

@@ -147,12 +147,20 @@ def test_a_compaction_row_counts_the_compactor_of_its_own_strategy_only(tmp_path
 def test_a_method_setting_its_config_lacks_is_probed_as_the_run_would_play_it(tmp_path):
     """`+method.tokenizer=chars4` adds a key ACON's config does not list; the probe plays with it (chars4
     counts characters / 4, so the threshold is crossed at another turn than with o200k_base)."""
-    base = ["bench=toy", "method=acon", "model=vllm", "bench.max_turns=4", "bench.limit=1", "method.t_hist=10"]
+    base = [
+        "bench=toy",
+        "method=acon",
+        "model=vllm",
+        "bench.max_turns=4",
+        "bench.limit=1",
+        "method.t_hist=10",
+    ]
     chars4, bpe = estimate_combinations(
         [[*base, "+method.tokenizer=chars4"], base], options(results=str(tmp_path), probe_turns=None)
     )
     assert chars4.profile.source.startswith("structure") and bpe.profile.source.startswith("structure")
     assert chars4.profile.roles["compressor"].calls > 0
+
 
 def test_input_tokens_extrapolate_with_the_history_a_turn_carries():
     from pos_bench.estimate import RoleCost, extrapolated

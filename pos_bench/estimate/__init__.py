@@ -254,7 +254,8 @@ def probe(
                 "runner.backend=threading",
                 "runner.check_endpoints=false",
                 "cache.mode=off",
-                *(f"++method.{k}={v}" for k, v in (settings or {}).items()),  # ++: a key the method's config lacks too
+                # `++`: also a key the method's config does not list (`+method.tokenizer=chars4`)
+                *(f"++method.{k}={v}" for k, v in (settings or {}).items()),
             ]
             cfg = OmegaConf.to_container(compose(overrides), resolve=True)
             run(cfg, Path(tmp), {"bench": "probe", "method": method, "label": "test"})

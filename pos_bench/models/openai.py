@@ -191,7 +191,7 @@ class OpenAIModel(RemoteModel):
 
 
 def event_lines(body: bytes) -> list[str]:
-    """The lines of a server-sent event stream (`\r\n`, `\n` or `\r` ends one, as the standard allows; JSON
+    r"""The lines of a server-sent event stream (`\r\n`, `\n` or `\r` ends one, as the standard allows; JSON
     never holds a raw line break, so one does not split an event)."""
     return LINE_END.split(body.decode("utf-8", "replace"))
 

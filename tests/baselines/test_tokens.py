@@ -47,7 +47,11 @@ def test_a_cut_inside_a_character_ends_in_a_replacement_character():
 
 def test_chars4_counts_characters_by_four():
     counter = TokenCounter("chars4")
-    assert (counter.count(""), counter.count("abcde"), counter.truncate("abcdefghij", 2)) == (0, 2, "abcdefgh")
+    assert (counter.count(""), counter.count("abcde"), counter.truncate("abcdefghij", 2)) == (
+        0,
+        2,
+        "abcdefgh",
+    )
 
 
 def test_counting_leaves_the_wrappers_package_unimported():
