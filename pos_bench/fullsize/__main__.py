@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pos_bench.fullsize.printout import printout, run_figures
 from pos_bench.fullsize.record import read_runs
-from pos_bench.fullsize.sweep import build_times, play, pointed_at, predicted, standin, standin_stats
+from pos_bench.fullsize.sweep import build_times, play, pointed_at, predicted_or_why, standin, standin_stats
 from pos_bench.runner.overrides import settable
 from pos_bench.standin.command import parse as standin_settings
 
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         url = stack.enter_context(standin(shlex.split(args.standin)))
         overrides = [*args.overrides, *runner, *pointed_at(url, args.overrides)]
-        prediction = predicted(overrides, args.probe_tasks)
+        prediction, estimate_failed = predicted_or_why(overrides, args.probe_tasks)
         played = play(overrides, args.sample_s)
         stats = standin_stats(url)
         if played.code:
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for run in runs
         ]
         built = None if args.no_build else build_times(root, browser=not args.no_browser)
-        print(printout(settings.service, played, stats, runs, figures, prediction, built))
+        print(printout(settings.service, played, stats, runs, figures, prediction, built, estimate_failed))
     return played.code
 
 

@@ -128,6 +128,7 @@ def printout(
     figures: Sequence[RunFigures],
     prediction: Mapping[str, tuple[float, float, float]],
     built: Built | None,
+    estimate_failed: str = "",
 ) -> str:
     episodes = [e for run in runs for e in run.episodes]
     lines = [
@@ -147,7 +148,7 @@ def printout(
         )
         if built.browser:
             lines.append(built.browser)
-    return "\n".join([*lines, "", *estimate_lines(runs, prediction)])
+    return "\n".join([*lines, "", *estimate_lines(runs, prediction, estimate_failed)])
 
 
 def header_lines(
@@ -294,9 +295,13 @@ def server_lines(runs: Sequence[Run]) -> list[str]:
     return lines
 
 
-def estimate_lines(runs: Sequence[Run], prediction: Mapping[str, tuple[float, float, float]]) -> list[str]:
+def estimate_lines(
+    runs: Sequence[Run], prediction: Mapping[str, tuple[float, float, float]], failed: str = ""
+) -> list[str]:
+    """The estimate's calls and tokens per episode beside the measured ones; `failed`, why no estimate was taken."""
     lines = [
-        "per episode: estimate → measured (ratio)",
+        "per episode: estimate → measured (ratio)"
+        + (f"; the estimate failed before the sweep: {failed}" if failed else ""),
         f"{'run':<28} {'calls':>24} {'tokens in':>30} {'tokens out':>26}",
     ]
     for run in runs:

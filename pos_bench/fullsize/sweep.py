@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -162,6 +163,24 @@ def predicted(overrides: Sequence[str], probe_tasks: int = 5) -> dict[str, tuple
             sum(r.output_tokens for r in roles),
         )
     return out
+
+
+def predicted_or_why(
+    overrides: Sequence[str], probe_tasks: int = 5
+) -> tuple[dict[str, tuple[float, float, float]], str]:
+    """`predicted`, or no prediction and the reason in one line. The estimate is one figure of the check: when it
+    fails (a setting it cannot probe, a probe episode that errs), its traceback goes to stderr, the printout says
+    why in its estimate section, and the sweep is still played and measured."""
+    try:
+        return predicted(overrides, probe_tasks), ""
+    except Exception as error:  # noqa: BLE001 - whatever stops the estimate is reported, never the sweep's end
+        traceback.print_exc(file=sys.stderr)
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        print(
+            f"full-size check: the estimate failed ({reason}); the sweep is played without it",
+            file=sys.stderr,
+        )
+        return {}, reason
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,19 @@ def test_the_measured_side_of_the_estimate_is_each_runs_mean_per_episode(sweep):
         assert float(measured.replace(",", "")) == pytest.approx(calls, abs=0.51)
 
 
+def test_an_estimate_that_fails_is_said_in_one_line_of_the_printout_its_traceback_on_stderr(capsys):
+    from pos_bench.fullsize.printout import estimate_lines
+    from pos_bench.fullsize.sweep import predicted_or_why
+
+    prediction, why = predicted_or_why(["bench=toy", "method=no_such_method"], probe_tasks=1)
+    assert prediction == {}
+    assert "no_such_method" in why and "\n" not in why
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "the estimate failed" in err
+    (header, _) = estimate_lines([], prediction, why)
+    assert header.endswith(f"the estimate failed before the sweep: {why}")
+
+
 def test_memory_files_and_processes_come_from_samples(sweep):
     out, _ = sweep
     peak, first, last = field(
