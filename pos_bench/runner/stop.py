@@ -14,10 +14,14 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 RECEIVED: list[int] = []
 """The stop signals received by this process, in order."""
+
+FEEDER_THREAD = "QueueFeederThread"
+"""The name `multiprocessing` gives the thread that writes a queue's items to its pipe."""
 
 
 def listen() -> None:
@@ -43,21 +47,31 @@ def exit_code() -> int:
     return 143 if signal.SIGTERM in RECEIVED else 130
 
 
-def release_before_fast_exit() -> None:
+def release_before_fast_exit(feeder_wait: float = 2.0) -> None:
     """Run the exit finalizers that free what outlives the process, when a stopped run leaves by `os._exit`.
 
     `multiprocessing` and loky register them to run at a normal interpreter exit, which `os._exit` skips:
     - each named semaphore's unlinking. A pool's call queue is sometimes still alive at the stop, after its
-      executor was shut down and its workers killed (5 stops in 232 under load; what holds it was not found), and
-      the resource tracker then printed "There appear to be 3 leaked semlock objects";
+      executor was shut down and its workers killed (5 stops in 232 under load; its feeder thread holds it, below),
+      and the resource tracker then printed "There appear to be 3 leaked semlock objects";
     - the removal of `multiprocessing`'s temporary folder (`pymp-*` in TMPDIR), which holds the fork server's
       socket (`runner/pool/forkserver.py`).
 
     Only those run here: they wait on nothing, whereas the other exit finalizers (joining a queue's feeder thread)
-    could wait on a killed worker."""
+    could wait on a killed worker.
+
+    A queue's feeder thread may outlive its executor's shutdown (loky lets it go rather than join it), and it
+    unlinks the queue's semaphores itself as it ends: first the name, then a message to the resource tracker.
+    `os._exit` between the two left the tracker warning of a leaked semaphore it could no longer find (3 stops
+    in 12 with that window widened to 50 ms, once in a CI run). So the feeder threads still alive are first given
+    `feeder_wait` seconds in all to end."""
     util = sys.modules.get("multiprocessing.util")
     if util is None:
         return
+    deadline = time.monotonic() + feeder_wait
+    for thread in threading.enumerate():
+        if thread.name == FEEDER_THREAD and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
     cleanups = [util._remove_temp_dir] if hasattr(util, "_remove_temp_dir") else []
     for name in ("multiprocessing.synchronize", "joblib.externals.loky.backend.synchronize"):
         module = sys.modules.get(name)

@@ -1,4 +1,6 @@
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -31,3 +33,42 @@ def test_sigterm_exits_143_and_ctrl_c_130(monkeypatch):
     assert stop.exit_code() == 143
     monkeypatch.setattr(stop, "RECEIVED", [signal.SIGINT])
     assert stop.exit_code() == 130
+
+
+FEEDER_ENDS_AT_THE_EXIT = """
+import multiprocessing, multiprocessing.synchronize as synchronize, os, threading, time
+from _multiprocessing import sem_unlink
+from multiprocessing.resource_tracker import unregister
+from pos_bench.runner import stop
+
+in_feeder = threading.Event()
+
+def slow_cleanup(name):
+    # the standard library's cleanup with a wider window between unlinking the name and telling the tracker
+    sem_unlink(name)
+    if threading.current_thread() is not threading.main_thread():
+        in_feeder.set()
+        time.sleep(0.5)
+    unregister(name, "semaphore")
+
+synchronize.SemLock._cleanup = staticmethod(slow_cleanup)
+queue = multiprocessing.get_context("forkserver").Queue()  # named semaphores, as a process pool's queues
+queue.put("an episode")
+queue.close()
+del queue  # the feeder thread now holds the last references to the queue's semaphores
+assert in_feeder.wait(10), "the feeder thread did not release the semaphores"
+stop.release_before_fast_exit()
+os._exit(143)
+"""
+
+
+def test_a_fast_exit_waits_for_a_feeder_thread_releasing_its_semaphores_so_none_is_reported_leaked():
+    done = subprocess.run(
+        [sys.executable, "-c", FEEDER_ENDS_AT_THE_EXIT],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 143, done.stderr
+    assert "leaked" not in done.stderr and "No such file" not in done.stderr, done.stderr
