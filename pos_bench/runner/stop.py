@@ -57,8 +57,8 @@ def release_before_fast_exit(feeder_wait: float = 2.0) -> None:
     - the removal of `multiprocessing`'s temporary folder (`pymp-*` in TMPDIR), which holds the fork server's
       socket (`runner/pool/forkserver.py`).
 
-    Only those run here: they wait on nothing, whereas the other exit finalizers (joining a queue's feeder thread)
-    could wait on a killed worker.
+    Only those run here: they wait on nothing, whereas the other exit finalizers (joining a queue's feeder thread
+    without a bound) could wait on a killed worker. The one wait here is bounded (below).
 
     A queue's feeder thread may outlive its executor's shutdown (loky lets it go rather than join it), and it
     unlinks the queue's semaphores itself as it ends: first the name, then a message to the resource tracker.

@@ -52,10 +52,18 @@ def slow_cleanup(name):
     unregister(name, "semaphore")
 
 synchronize.SemLock._cleanup = staticmethod(slow_cleanup)
+deleted = threading.Event()
+
+class Episode:
+    def __reduce__(self):  # pickled by the feeder thread: it stays alive until the queue is deleted
+        deleted.wait(10)
+        return str, ("an episode",)
+
 queue = multiprocessing.get_context("forkserver").Queue()  # named semaphores, as a process pool's queues
-queue.put("an episode")
+queue.put(Episode())
 queue.close()
 del queue  # the feeder thread now holds the last references to the queue's semaphores
+deleted.set()
 assert in_feeder.wait(10), "the feeder thread did not release the semaphores"
 stop.release_before_fast_exit()
 os._exit(143)
