@@ -13,15 +13,22 @@ An environment that waits rather than computes (LOCA's tool servers, ClinDiag's 
 slowed by the limit, so it applies by default only to a benchmark that declares its environments compute-bound
 (`ComputeBoundBenchmark`); `runner.env_slots` set to a number applies that limit to any benchmark, 0 to none.
 
-The slots are lock files (`flock`) in one folder per user on the host, so every worker process and thread of
-every run on the host draws from the same ones: two runs side by side share the host's cores as well. On a
-Ray cluster each host has its own folder and, by default, its own core count. Where `fcntl` is missing
-(Windows) there is no limit.
+The slots are a semaphore the kernel keeps (`kernel_semaphore.py`, Linux), found through a file in one folder per
+user on the host, so every worker process and thread of every run on the host with the same slot count draws from
+the same units: two runs side by side share the host's cores as well. A waiting step sleeps once and wakes with its
+slot, and a worker killed mid-step gives its slot back. Against the lock files below, which put a waiting step to
+sleep twice, 48 raw ALFWorld games at 16 in flight measured 1.20–1.47 ms of client CPU per call (1.29 median of 4,
+a first version of this semaphore) against 1.38–1.91 (1.45), runs alternated on a quiet machine
+(docs/reference/measurements.md). On a Ray cluster each host has its own folder and, by default, its own core
+count.
 
-A step that finds every slot taken waits in line (one more lock file, which the kernel gives to one waiter at a
-time). The head of the line takes the first slot given back: a step that ends while one waits rings a bell (a
-named pipe the head listens on), and the head looks again at least every `RECHECK_SECONDS` (a worker killed
-mid-step frees its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting
+Where the kernel has no such semaphore (another system, System V IPC turned off), the slots are lock files
+(`flock`) in the same folder, shared by every count. Where `fcntl` is missing (Windows) there is no limit.
+
+A step that finds every lock-file slot taken waits in line (one more lock file, which the kernel gives to one
+waiter at a time). The head of the line takes the first slot given back: a step that ends while one waits rings a
+bell (a named pipe the head listens on), and the head looks again at least every `RECHECK_SECONDS` (a worker
+killed mid-step frees its slot without ringing). Before, a waiter blocked on one slot chosen at random and kept waiting
 while another slot was free and its core idle: lh_harness on 48 ALFWorld games, 16 in flight on 2 cores, had the
 cores 6.0-6.5% idle through the run (`vmstat`), 3.7% with the bell, and the run 4% shorter (acon: 3.4% and 0.4%
 idle, 4.5% shorter). The head looking every 2 ms instead of listening had them 3.1% idle, but the looking cost
@@ -44,6 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pos_bench.protocols import Benchmark, ComputeBoundBenchmark, Gate
+from pos_bench.runner.kernel_semaphore import kernel_semaphore
 
 try:
     import fcntl
@@ -70,12 +78,14 @@ class EnvSlots:
     """`count` slots shared by every process and thread of this user on the host; `held()` takes one, waiting
     while all are taken."""
 
-    def __init__(self, count: int, folder: Path | None = None):
+    def __init__(self, count: int, folder: Path | None = None, *, kernel: bool = True):
         if count < 1:
             raise ValueError(f"env slots must be ≥ 1, got {count}")
         self.count = count
         self.folder = folder or slots_folder()
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.semaphore = kernel_semaphore(self.folder / f"semaphore-{count}", count) if kernel else None
+        """The kernel's semaphore where the system has one (`kernel_semaphore.py`); else the lock files below."""
         self.paths = [str(self.folder / f"slot-{i}.lock") for i in range(count)]
         # one line and one bell per slot count, so runs side by side with different counts never mix them
         self.line = str(self.folder / f"line-{count}.lock")
@@ -83,6 +93,10 @@ class EnvSlots:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
+        if self.semaphore is not None:
+            with self.semaphore.held():
+                yield
+            return
         mine = _thread_descriptors(self)
         taken: int | None = None
         try:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from pos_bench.benchmarks.toy import ToyBenchmark
 from pos_bench.protocols import local_compute, playing_under
+from pos_bench.runner import kernel_semaphore
 from pos_bench.runner.env_slots import EnvSlots, env_gate, host_cores
 from pos_bench.runner.preflight import RunnerConfig
 
@@ -26,33 +28,56 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
     return most
 
 
-def hold(folder: str, count: int, seconds: float) -> tuple[float, float]:
-    with EnvSlots(count, Path(folder)).held():
+KERNEL_OR_FILES = pytest.mark.parametrize(
+    "kernel",
+    [
+        pytest.param(
+            True, id="kernel", marks=pytest.mark.skipif(not kernel_semaphore.available(), reason="no semget")
+        ),
+        pytest.param(False, id="lock-files"),
+    ],
+)
+
+
+@pytest.fixture(autouse=True)
+def sets_removed(tmp_path: Path) -> Iterator[None]:
+    """The kernel's semaphore sets a test made in its folder are removed after it (they outlive processes)."""
+    yield
+    for file in tmp_path.glob("semaphore-*"):
+        with contextlib.suppress(OSError, ValueError):
+            kernel_semaphore.KernelSemaphore(file, int(file.name.split("-")[1])).remove()
+
+
+def hold(folder: str, count: int, seconds: float, kernel: bool = True) -> tuple[float, float]:
+    with EnvSlots(count, Path(folder), kernel=kernel).held():
         started = time.monotonic()
         time.sleep(seconds)
         return started, time.monotonic() - 0.005  # the release itself is after this: leave it a margin
 
 
-def test_threads_of_one_process_take_at_most_the_slots(tmp_path: Path) -> None:
+@KERNEL_OR_FILES
+def test_threads_of_one_process_take_at_most_the_slots(tmp_path: Path, kernel: bool) -> None:
     with ThreadPoolExecutor(6) as pool:
-        intervals = list(pool.map(lambda _: hold(str(tmp_path), 2, 0.2), range(6)))
+        intervals = list(pool.map(lambda _: hold(str(tmp_path), 2, 0.2, kernel), range(6)))
     assert most_at_once(intervals) == 2
 
 
-def test_processes_take_at_most_the_slots(tmp_path: Path) -> None:
+@KERNEL_OR_FILES
+def test_processes_take_at_most_the_slots(tmp_path: Path, kernel: bool) -> None:
     with ProcessPoolExecutor(5) as pool:
-        intervals = list(pool.map(hold, [str(tmp_path)] * 5, [3] * 5, [0.3] * 5))
+        intervals = list(pool.map(hold, [str(tmp_path)] * 5, [3] * 5, [0.3] * 5, [kernel] * 5))
     assert most_at_once(intervals) == 3
     # five holds of 0.3 s through three slots take two rounds, not one and not five
     span = max(end for _, end in intervals) - min(start for start, _ in intervals)
     assert 0.55 < span < 1.2
 
 
-def test_a_waiting_step_takes_whichever_slot_is_given_back(tmp_path: Path) -> None:
+@KERNEL_OR_FILES
+def test_a_waiting_step_takes_whichever_slot_is_given_back(tmp_path: Path, kernel: bool) -> None:
     # two of three slots stay taken for the whole test; a step waiting while all three are taken gets the third
     # as soon as its holder gives it back, three times over (a waiter bound to one slot chosen at random gets it
     # all three times with a chance of 1 in 27)
-    slots = EnvSlots(3, tmp_path)
+    slots = EnvSlots(3, tmp_path, kernel=kernel)
     end = threading.Event()
 
     def hold_until(event: threading.Event, taken: threading.Event) -> None:
@@ -88,7 +113,7 @@ def test_a_step_ends_cleanly_when_the_waiter_it_rings_has_just_left(
 ) -> None:
     # the head of the line stops listening between the ending step's opening the bell and its ringing it (seen
     # in two of 134 ALFWorld episodes: the episode ended with BrokenPipeError)
-    slots = EnvSlots(1, tmp_path)
+    slots = EnvSlots(1, tmp_path, kernel=False)
     assert slots.bell is not None
     head = os.open(slots.bell, os.O_RDWR | os.O_NONBLOCK)
     real_open = os.open
@@ -111,7 +136,7 @@ def test_a_waiting_step_gets_its_slot_where_there_can_be_no_bell(tmp_path: Path)
     (tmp_path / "bell-1").write_text(
         ""
     )  # a plain file where the named pipe would be, as on a file system without one
-    slots = EnvSlots(1, tmp_path)
+    slots = EnvSlots(1, tmp_path, kernel=False)
     assert slots.bell is None
     give_back, taken, got = threading.Event(), threading.Event(), threading.Event()
 
@@ -132,8 +157,9 @@ def test_a_waiting_step_gets_its_slot_where_there_can_be_no_bell(tmp_path: Path)
     assert got.wait(5)
 
 
-def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path) -> None:
-    slots = EnvSlots(1, tmp_path)
+@KERNEL_OR_FILES
+def test_a_slot_is_given_back_when_the_step_fails(tmp_path: Path, kernel: bool) -> None:
+    slots = EnvSlots(1, tmp_path, kernel=kernel)
     with pytest.raises(RuntimeError), slots.held():
         raise RuntimeError("the step failed")
     done = threading.Event()
@@ -161,7 +187,7 @@ def test_a_take_whose_give_back_raised_leaves_the_thread_its_descriptors(
 ) -> None:
     from pos_bench.runner import env_slots
 
-    slots = EnvSlots(2, tmp_path)
+    slots = EnvSlots(2, tmp_path, kernel=False)
     with slots.held():
         pass
     before = open_descriptors(tmp_path)
@@ -180,7 +206,7 @@ def test_a_take_whose_give_back_raised_leaves_the_thread_its_descriptors(
 
 
 def test_a_thread_keeps_its_descriptors_between_steps_and_a_nested_take_gets_its_own(tmp_path: Path) -> None:
-    slots = EnvSlots(2, tmp_path)
+    slots = EnvSlots(2, tmp_path, kernel=False)
     with slots.held():
         pass
     before = open_descriptors(tmp_path)
@@ -207,7 +233,7 @@ def test_a_thread_keeps_its_descriptors_between_steps_and_a_nested_take_gets_its
 
 
 def test_a_step_given_back_with_nobody_waiting_rings_no_bell(tmp_path: Path) -> None:
-    slots = EnvSlots(1, tmp_path)
+    slots = EnvSlots(1, tmp_path, kernel=False)
     assert slots.bell is not None
     listener = os.open(slots.bell, os.O_RDWR | os.O_NONBLOCK)
     try:
