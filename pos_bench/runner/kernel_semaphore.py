@@ -95,7 +95,10 @@ class KernelSemaphore:
             error = ctypes.get_errno()
             if error == errno.EINTR:  # a signal: its Python handler runs here, before the wait goes on
                 continue
-            if error in (errno.EIDRM, errno.EINVAL) and not reopened:  # removed under us (`ipcrm`): a new set
+            gone = error in (errno.EIDRM, errno.EINVAL)  # the set was removed under us (`ipcrm`)
+            if gone and by > 0:  # a give-back: the unit went with the set
+                return
+            if gone and not reopened:  # a take: from a new set
                 self.id, reopened = self._open(), True
                 continue
             raise OSError(

@@ -25,7 +25,8 @@ def path(tmp_path: Path) -> Iterator[Path]:
         pass
 
 
-def taken_within(semaphore: KernelSemaphore, seconds: float) -> bool:
+def taker(semaphore: KernelSemaphore) -> threading.Event:
+    """Set once a thread, started now, has taken a unit (and given it back)."""
     got = threading.Event()
 
     def take() -> None:
@@ -33,7 +34,11 @@ def taken_within(semaphore: KernelSemaphore, seconds: float) -> bool:
             got.set()
 
     threading.Thread(target=take, daemon=True).start()
-    return got.wait(seconds)
+    return got
+
+
+def taken_within(semaphore: KernelSemaphore, seconds: float) -> bool:
+    return taker(semaphore).wait(seconds)
 
 
 HOLD_AND_WAIT = """
@@ -86,3 +91,14 @@ def test_a_set_removed_while_a_run_uses_it_is_made_again(path: Path) -> None:
     with semaphore.held():
         assert semaphore.id != old
     assert taken_within(KernelSemaphore(path, 1), 5)
+
+
+def test_a_unit_given_back_after_its_set_was_removed_is_not_added_to_the_new_set(path: Path) -> None:
+    semaphore = KernelSemaphore(path, 1)
+    with semaphore.held():
+        semaphore.remove()
+        fresh = KernelSemaphore(path, 1)  # the next episode's gate makes a new set
+    with fresh.held():  # its one unit, and no second one
+        got = taker(KernelSemaphore(path, 1))
+        assert not got.wait(0.3)
+    assert got.wait(5)
