@@ -11,7 +11,8 @@ gate (docs/reference/measurements.md).
 The set's id is written in a file (one per slot count in the user's slots folder), under that file's lock, so
 every process that opens the file shares the set. A set holds two semaphores: the count, and a tag that tells an
 id the kernel has since given to another set from ours. The set outlives the runs, as the slot files do: one per
-user and slot count on the host (`ipcs -s` lists it; `ipcrm -s <id>` removes it, and the next run makes a new one).
+user, slot count and temporary folder on the host; a folder removed (a run under its own `TMPDIR`) leaves its set
+in the kernel (`ipcs -s` lists it; `ipcrm -s <id>` removes it, and the next run makes a new one).
 """
 
 from __future__ import annotations
