@@ -60,13 +60,22 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 65536
 """The most one read of a reply body asks for."""
 STREAM_PACE = 0.05
-"""The least time between two reads of the socket while a streamed reply (server-sent events) arrives.
+"""The least time between two reads of the socket while a streamed reply (server-sent events) arrives, while
+its events come closer together than this.
 
 A serving stack sends each token as an event of its own, and a client that wakes for each one pays a wakeup per
 token: against a loopback server sending 1,000 one-token events 1 ms apart, about 70 µs of CPU per event, where the
 same events read from the buffer cost 12 µs each. Waiting until this long after the last read that found nothing
 more lets the events that came meanwhile be read at once (68–72 → 20–24 ms of CPU per call there); a reply ends at
-most this much later, and a server's silence is seen after `timeout` plus this (docs/fullsize.md)."""
+most this much later, and a server's silence is seen after `timeout` plus this (docs/fullsize.md).
+
+A server whose events come further apart than this (one every 0.1 s, the tokens decoded meanwhile together) is
+read as they come: a sleep before each read would gather nothing and cost a second wakeup per event
+(`_BoundedSocket.recv_into`)."""
+CLOSE_READS = 2
+"""Reads in a row, each less than `STREAM_PACE` after the one before, from which the pace's sleep comes first."""
+CAUGHT_UP_AT_ONCE = 0.002
+"""A read after the pace's sleep that waited less than this found its data there: the sleep gathered events."""
 
 
 class CrossOriginRedirect(Exception):
@@ -204,16 +213,31 @@ class _BoundedSocket:
         """The least seconds between two reads that each found everything the server had sent (`STREAM_PACE`
         while a streamed reply is read, else 0); a read that filled its buffer is followed at once."""
         self._caught_up_at = -math.inf
+        self._close_reads = 0
+        """How many reads in a row came less than the pace after the one before (a read after the pace's sleep
+        that found its data there counts as enough): from two on, the pace's sleep comes before the next read.
+        One close pair is not enough: a server writes a reply's head and first event, or its last events, a
+        moment apart."""
         self._files = 0
         self._closed = False
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        if self.pace and (wait := self._caught_up_at + self.pace - time.monotonic()) > 0:
+        slept = False
+        gathering = self._close_reads >= CLOSE_READS
+        if self.pace and gathering and (wait := self._caught_up_at + self.pace - time.monotonic()) > 0:
             time.sleep(max(0.0, min(wait, remaining())))
+            slept = True
         self.sock.settimeout(bounded(self.timeouts.get("read"), _Expired))
+        started = time.monotonic()
         read = self.sock.recv_into(buffer, nbytes, flags)
+        now = time.monotonic()
+        if self.pace:  # sleep before the next read only while that gathers events (`STREAM_PACE`)
+            if slept:
+                self._close_reads = CLOSE_READS if now - started < CAUGHT_UP_AT_ONCE else 0
+            else:
+                self._close_reads = self._close_reads + 1 if now - self._caught_up_at < self.pace else 0
         if read < (nbytes or len(buffer)):  # less than asked: nothing more had come
-            self._caught_up_at = time.monotonic()
+            self._caught_up_at = now
         return read
 
     def sendall(self, data: Any) -> None:

@@ -209,6 +209,36 @@ def test_events_that_arrive_one_at_a_time_are_read_together(monkeypatch):
     assert whole.text == reply.text and reads[-1] == 0.0  # a reply read whole is not paced
 
 
+def test_events_that_arrive_further_apart_than_the_pace_wake_the_client_once_each(slow, monkeypatch):
+    """A server that sends the tokens decoded every 0.1 s as one event (the stand-in, `chunk_seconds`) is read
+    as its events come: no sleep before a read that would gather nothing, so one wakeup per event, not two."""
+    import threading
+
+    from pos_bench.models import transport
+
+    caller, sleeps, reads = threading.get_ident(), [], []
+    sleep, recv_into = time.sleep, transport._BoundedSocket.recv_into
+
+    def counted_sleep(seconds):
+        if threading.get_ident() == caller:
+            sleeps.append(seconds)
+        sleep(seconds)
+
+    def counted_read(self, *args, **kwargs):
+        reads.append(self.pace)
+        return recv_into(self, *args, **kwargs)
+
+    monkeypatch.setattr(transport.time, "sleep", counted_sleep)
+    monkeypatch.setattr(transport._BoundedSocket, "recv_into", counted_read)
+    streamed = model(slow, stream=True)
+    for _ in range(2):
+        reply = streamed.generate(policy())
+    assert reply.usage.output_tokens == REPLY_TOKENS and json.loads(reply.text)["action"] == "open door"
+    events = 2 * (REPLY_TOKENS / SPEED / 0.1)  # ~60 events over the two calls, 0.1 s apart
+    assert len([pace for pace in reads if pace]) >= events * 0.8  # each read found about one event
+    assert len(sleeps) <= 10, f"{len(sleeps)} sleeps, ~{events:.0f} events"  # ~60 when one came before each
+
+
 def test_a_refused_streamed_request_is_a_rate_limit_to_retry():
     from pos_bench.standin.server import Faults
 
