@@ -110,9 +110,8 @@ class KernelSemaphore:
         """The id in the file at `path` when it names a set of ours, else a new set's, written there."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(
-                fd, fcntl.LOCK_EX
-            )  # one process at a time reads and makes: never two sets for one file
+            # one process at a time reads and makes: never two sets for one file
+            fcntl.flock(fd, fcntl.LOCK_EX)
             text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
             if text.isdigit() and _LIBC.semctl(int(text), 1, GETVAL, 0) == TAG:
                 return int(text)
